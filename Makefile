@@ -1,0 +1,45 @@
+# Two commands do all set-up on a fresh machine: `make run` and `make test`.
+.PHONY: run dev test generate check-generated typecheck lint migrate build bench contract clean
+
+NPM_STAMP := node_modules/.package-lock.json
+
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+
+node_modules: $(NPM_STAMP)
+
+build: node_modules
+	npm run build
+
+## Runs the service on PORT (3000); embedded PostgreSQL (PGlite, .data/) unless DATABASE_URL is set.
+run: build
+	npm start
+
+## Runs the service from TypeScript sources (no build step).
+dev: node_modules
+	npm run dev
+
+## Runs every test against PostgreSQL (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres).
+test: node_modules
+	npm test
+
+## Regenerates generated/ from spec/openapi.yaml.
+generate: node_modules
+	npm run generate
+
+## Fails when generated/ differs from what spec/openapi.yaml produces.
+check-generated: generate
+	@git diff --exit-code --stat -- generated/ || (echo "generated/ is stale: run 'make generate' and commit it" && exit 1)
+	@test -z "$$(git status --porcelain -- generated/)" || (git status --porcelain -- generated/ && echo "generated/ has untracked files: run 'make generate' and commit it" && exit 1)
+
+typecheck: node_modules
+	npm run typecheck
+
+lint: typecheck
+
+## Applies pending migrations to DATABASE_URL.
+migrate: node_modules
+	npm run migrate
+
+clean:
+	rm -rf dist .tap coverage

@@ -1,0 +1,38 @@
+// Request and reply types of each operation, derived from the generated contract types.
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { components, operations } from '../generated/api.js'
+import type { Config } from '../src/config.js'
+import type { Database } from '../src/plugins/database.js'
+import type { IdempotentWrite, WriteOutcome } from '../src/idempotency/idempotent-write.js'
+
+export type Schemas = components['schemas']
+export type OperationName = keyof operations
+
+type Json<T> = T extends { content: { 'application/json': infer B } } ? B : never
+export type RequestBody<Op extends OperationName> = operations[Op] extends { requestBody: infer R } ? Json<R> : never
+export type PathParams<Op extends OperationName> = operations[Op]['parameters'] extends { path: infer P } ? P : never
+export type QueryParams<Op extends OperationName> = operations[Op]['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never
+export type SuccessBody<Op extends OperationName, S extends keyof operations[Op]['responses']> = Json<operations[Op]['responses'][S]>
+
+export type OperationRequest<Op extends OperationName> = FastifyRequest<{
+  Body: RequestBody<Op>
+  Params: PathParams<Op>
+  Querystring: QueryParams<Op>
+}>
+export type OperationHandler<Op extends OperationName> = (request: OperationRequest<Op>, reply: FastifyReply) => Promise<unknown>
+export type ServiceHandlers<Ops extends OperationName> = { [Op in Ops]: OperationHandler<Op> }
+
+export interface HandlerDeps {
+  config: Config
+  db: Database
+  idempotentWrite: IdempotentWrite
+  /** True once shutdown has begun (readiness turns not_ready). */
+  isDraining: () => boolean
+}
+
+/** Sends an idempotent write's outcome, marking replays. */
+export function sendOutcome<T>(reply: FastifyReply, outcome: WriteOutcome<T>): T {
+  reply.code(outcome.status)
+  if (outcome.replayed) reply.header('idempotent-replayed', 'true')
+  return outcome.body
+}

@@ -1,0 +1,25 @@
+// API-key check in constant time: the candidate is hashed and compared with every configured
+// key's hash by timingSafeEqual, without stopping at the first match.
+import { createHash, timingSafeEqual } from 'node:crypto'
+
+const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest()
+
+export interface ApiKeyVerifier {
+  /** A stable, non-secret id of the matching key (`key-1`, ...), or null. */
+  identify(candidate: unknown): string | null
+}
+
+export function createApiKeyVerifier(keys: readonly string[]): ApiKeyVerifier {
+  const digests = keys.map(digest)
+  return {
+    identify(candidate) {
+      if (typeof candidate !== 'string' || candidate.length === 0) return null
+      const probe = digest(candidate)
+      let match = -1
+      for (let i = 0; i < digests.length; i++) {
+        if (timingSafeEqual(probe, digests[i]!) && match === -1) match = i
+      }
+      return match === -1 ? null : `key-${match + 1}`
+    },
+  }
+}

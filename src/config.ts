@@ -1,0 +1,71 @@
+// Reads and checks the environment once; a bad value stops the start with one clear line.
+export type AppEnv = 'dev' | 'qa' | 'prod'
+
+export interface Config {
+  port: number
+  host: string
+  databaseUrl: string | null
+  apiKeys: string[]
+  appEnv: AppEnv
+  rateLimitMax: number
+  rateLimitWindowMs: number
+  bodyLimitBytes: number
+  idempotencyTtlHours: number
+  logLevel: string
+  corsOrigins: string[]
+  dataDir: string
+}
+
+export class ConfigError extends Error {}
+
+/** The key used when APP_ENV=dev and API_KEYS is empty; documented in the README. */
+export const DEV_API_KEY = 'dev-key-change-me'
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`)
+  }
+  return value
+}
+
+function list(raw: string | undefined): string[] {
+  return (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const appEnv = (env.APP_ENV || 'dev') as AppEnv
+  if (!['dev', 'qa', 'prod'].includes(appEnv)) {
+    throw new ConfigError(`APP_ENV must be one of dev, qa, prod, got "${env.APP_ENV}"`)
+  }
+  const apiKeys = list(env.API_KEYS)
+  if (apiKeys.length === 0 && appEnv !== 'dev') {
+    throw new ConfigError(`API_KEYS is required when APP_ENV=${appEnv} (comma-separated list of keys)`)
+  }
+  const logLevel = env.LOG_LEVEL || 'info'
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`)
+  }
+  const databaseUrl = env.DATABASE_URL || null
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL')
+  }
+  return {
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    host: env.HOST || '127.0.0.1',
+    databaseUrl,
+    apiKeys: apiKeys.length > 0 ? apiKeys : [DEV_API_KEY],
+    appEnv,
+    rateLimitMax: integer(env, 'RATE_LIMIT_MAX', 1000, 1, 10_000_000),
+    rateLimitWindowMs: integer(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1, 86_400_000),
+    bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824),
+    idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 8760),
+    logLevel,
+    corsOrigins: list(env.CORS_ORIGINS),
+    dataDir: env.PGLITE_DATA_DIR || '.data/pglite',
+  }
+}

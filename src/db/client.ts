@@ -1,0 +1,25 @@
+// postgres.js client factory. One pool per process; PGlite accepts a single connection.
+import postgres from 'postgres'
+
+export type Sql = postgres.Sql<Record<string, never>>
+export type Db = Sql | postgres.TransactionSql<Record<string, never>>
+
+export interface ClientOptions {
+  max?: number
+  /** seconds; bounded so that a dead database answers 503 quickly instead of hanging */
+  connectTimeout?: number
+}
+
+export function createClient(url: string, options: ClientOptions = {}): Sql {
+  return postgres(url, {
+    max: options.max ?? 10,
+    connect_timeout: options.connectTimeout ?? 5,
+    idle_timeout: 60,
+    max_lifetime: 60 * 30,
+    prepare: true,
+    onnotice: () => {},
+    // Never let the driver print queries or parameters anywhere.
+    debug: false,
+    connection: { application_name: 'study-service', statement_timeout: 15_000 },
+  }) as Sql
+}

@@ -1,0 +1,27 @@
+import fp from 'fastify-plugin'
+import openapiGlue from 'fastify-openapi-glue'
+import { createServiceHandlers } from '../../handlers/index.js'
+import { createIdempotentWrite } from '../idempotency/idempotent-write.js'
+import { specPath } from '../paths.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Set when shutdown begins; /ready answers not_ready from then on. */
+    draining: boolean
+  }
+}
+
+/** Binds every operationId of spec/openapi.yaml to its handler in handlers/. */
+export default fp(
+  async (fastify) => {
+    fastify.decorate('draining', false)
+    const serviceHandlers = createServiceHandlers({
+      config: fastify.config,
+      db: fastify.db,
+      idempotentWrite: createIdempotentWrite(fastify.db, fastify.config.idempotencyTtlHours),
+      isDraining: () => fastify.draining,
+    })
+    await fastify.register(openapiGlue, { specification: specPath, serviceHandlers })
+  },
+  { name: 'routes', dependencies: ['config', 'database', 'auth', 'rate-limit', 'error-handler'] },
+)

@@ -1,0 +1,36 @@
+// All repositories over one executor (the pool or a transaction), each call timed for
+// db_operation_duration_seconds under the label `<repository>.<function>`.
+import type { Db } from '../db/client.js'
+import { createIdempotencyRepository } from './idempotency.js'
+import { createUserRepository } from './users.js'
+
+export type ObserveDbOperation = (operation: string, seconds: number) => void
+
+function instrument<T extends Record<string, (...args: never[]) => Promise<unknown>>>(
+  name: string,
+  repository: T,
+  observe: ObserveDbOperation,
+): T {
+  const timed = {} as Record<string, unknown>
+  for (const [fn, impl] of Object.entries(repository)) {
+    const operation = `${name}.${fn}`
+    timed[fn] = async (...args: never[]) => {
+      const start = process.hrtime.bigint()
+      try {
+        return await impl(...args)
+      } finally {
+        observe(operation, Number(process.hrtime.bigint() - start) / 1e9)
+      }
+    }
+  }
+  return timed as T
+}
+
+export function createRepositories(db: Db, observe: ObserveDbOperation) {
+  return {
+    users: instrument('users', createUserRepository(db), observe),
+    idempotency: instrument('idempotency', createIdempotencyRepository(db), observe),
+  }
+}
+
+export type Repositories = ReturnType<typeof createRepositories>

@@ -1,0 +1,71 @@
+// SQL for learners (table users). Every function returns rows in the UserResponse shape.
+import type { Db } from '../db/client.js'
+import type { components } from '../../generated/api.js'
+
+export type User = components['schemas']['UserResponse']
+export interface UserKey {
+  system_uuid: string
+  system_user_id: string
+}
+export interface NewUser {
+  system_user_id: string
+  system_uuid: string
+  full_name: string
+  username: string | null
+  timezone: string
+  is_row_invalid: number
+  invalidation_reason_uuid: string | null
+}
+/** Column -> new value; only the listed columns change. */
+export type UserChanges = Partial<Omit<NewUser, 'system_user_id' | 'system_uuid'> & { system_uuid: string | null }>
+
+const COLUMNS = [
+  'client_uuid', 'created_at', 'updated_at', 'is_row_invalid', 'invalidation_reason_uuid',
+  'system_user_id', 'system_uuid', 'username', 'full_name', 'timezone',
+] as const
+
+/** Thrown when a change would give a user another user's natural key. */
+export class UserKeyConflict extends Error {}
+
+function rethrowKeyConflict(err: unknown): never {
+  if ((err as { code?: string }).code === '23505' && (err as { constraint_name?: string }).constraint_name === 'users_system_key') {
+    throw new UserKeyConflict('natural key taken')
+  }
+  throw err
+}
+
+export function createUserRepository(db: Db) {
+  return {
+    /** Inserts the user; undefined when the natural key already exists. */
+    async create(user: NewUser): Promise<User | undefined> {
+      const [row] = await db<User[]>`
+        insert into users ${db(user)}
+        on conflict on constraint users_system_key do nothing
+        returning ${db(COLUMNS)}`
+      return row
+    },
+
+    async findByKey(key: UserKey): Promise<User | undefined> {
+      const [row] = await db<User[]>`
+        select ${db(COLUMNS)} from users
+        where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
+      return row
+    },
+
+    /** Applies the changes; undefined when no user has the key. Throws UserKeyConflict. */
+    async update(key: UserKey, changes: UserChanges): Promise<User | undefined> {
+      const columns = Object.keys(changes) as (keyof UserChanges)[]
+      try {
+        const [row] = await db<User[]>`
+          update users set ${db(changes, columns)}, updated_at = now()
+          where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}
+          returning ${db(COLUMNS)}`
+        return row
+      } catch (err) {
+        rethrowKeyConflict(err)
+      }
+    },
+  }
+}
+
+export type UserRepository = ReturnType<typeof createUserRepository>

@@ -1,0 +1,47 @@
+// Process entry point: config, database (PostgreSQL or embedded PGlite), migrations, HTTP
+// server, graceful shutdown on SIGTERM/SIGINT.
+import { buildApp } from './app.js'
+import { ConfigError, DEV_API_KEY, loadConfig, type Config } from './config.js'
+import { createClient } from './db/client.js'
+import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.js'
+import { migrate } from './db/migrate.js'
+
+const SHUTDOWN_DRAIN_MS = Number(process.env.SHUTDOWN_DRAIN_MS ?? 1000)
+const SHUTDOWN_TIMEOUT_MS = 15_000
+
+async function main(config: Config) {
+  let embedded: EmbeddedDatabase | undefined
+  if (!config.databaseUrl) embedded = await startEmbeddedDatabase(config.dataDir)
+  const sql = createClient(config.databaseUrl ?? embedded!.url, { max: embedded ? 1 : 10 })
+  await migrate(sql)
+
+  const app = await buildApp({ config, sql })
+  if (embedded) app.log.info({ dataDir: config.dataDir }, 'no DATABASE_URL: using embedded PostgreSQL (PGlite)')
+  if (!process.env.API_KEYS) app.log.warn(`API_KEYS is not set: APP_ENV=dev accepts the development key "${DEV_API_KEY}"`)
+  await app.listen({ port: config.port, host: config.host })
+
+  let stopping = false
+  const shutdown = async (signal: string) => {
+    if (stopping) return
+    stopping = true
+    app.log.info({ signal }, 'shutting down: draining')
+    app.draining = true
+    const force = setTimeout(() => process.exit(1), SHUTDOWN_TIMEOUT_MS)
+    force.unref()
+    await new Promise((r) => setTimeout(r, SHUTDOWN_DRAIN_MS))
+    await app.close() // stops accepting, waits for in-flight requests
+    await sql.end({ timeout: 5 })
+    await embedded?.stop()
+    process.exit(0)
+  }
+  process.on('SIGTERM', () => void shutdown('SIGTERM'))
+  process.on('SIGINT', () => void shutdown('SIGINT'))
+}
+
+try {
+  await main(loadConfig())
+} catch (err) {
+  const message = err instanceof ConfigError ? `configuration error: ${err.message}` : `start failed: ${(err as Error).message}`
+  process.stderr.write(message + '\n')
+  process.exit(1)
+}
