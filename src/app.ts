@@ -45,6 +45,8 @@ export async function buildApp({ config, sql, logger }: AppOptions): Promise<Fas
     // request-log.ts writes one line per request instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: false,
+    // The contract declares no HEAD operations; answer them 404 like any undeclared route.
+    exposeHeadRoutes: false,
   }) as unknown as FastifyInstance
   app.setValidatorCompiler(createValidatorCompiler())
   // JSON only: any other content type answers 415.
