@@ -71,6 +71,168 @@ export interface paths {
         patch: operations["patchUserBySystemUserId"];
         trace?: never;
     };
+    "/api/v1/conspectuses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Save a conspectus
+         * @description Saves a study note after a learning session. The server sets the schedule: slot `A`,
+         *     `next_review_at` at 04:00 in the owner's time zone on the next local day,
+         *     `last_reviewed_at: null`, `review_count: 0`.
+         *
+         *     Business errors: 404 `USER_404` when the owner does not exist; 400 `COMMON_400` for a
+         *     missing or malformed `Idempotency-Key`; 409 `COMMON_409` for a reused key with another body.
+         */
+        post: operations["createConspectus"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conspectuses/due": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the conspectuses due for review
+         * @description The owner's conspectuses with `next_review_at <= as_of`, ordered by `next_review_at`,
+         *     then `conspectus_uuid`, at most `limit` of them.
+         *
+         *     Business errors: 404 `USER_404` when the owner does not exist.
+         */
+        get: operations["listDueConspectuses"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conspectuses/{conspectus_uuid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conspectus (UUID). */
+                conspectus_uuid: components["parameters"]["ConspectusUuidPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Edit a conspectus's content
+         * @description Changes any of `title`, `cue_sheet`, `dense_paragraph`, `bullets`. The schedule is never
+         *     changed here. The owner key identifies the caller's user.
+         *
+         *     Business errors: 400 `CONS_102` when only the owner key is sent; 404 `USER_404` when the
+         *     owner does not exist; 404 `CONS_404` when the conspectus does not exist or belongs to
+         *     another user; 400 `COMMON_400` / 409 `COMMON_409` for Idempotency-Key problems.
+         */
+        patch: operations["patchConspectus"];
+        trace?: never;
+    };
+    "/api/v1/conspectuses/{conspectus_uuid}/actions/review": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conspectus (UUID). */
+                conspectus_uuid: components["parameters"]["ConspectusUuidPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record a review
+         * @description Moves the conspectus on the Leitner ladder: `remembered` moves one slot up (D stays D),
+         *     `forgot` goes back to A. `next_review_at` becomes 04:00 in the owner's time zone on the
+         *     local day that is the slot's interval (A 1, B 3, C 7, D 21 days) after the review's local
+         *     day (a review before 04:00 local counts for the previous day). Sets `last_reviewed_at`
+         *     and increments `review_count`. A replay returns the stored answer and moves nothing.
+         *
+         *     Business errors: 404 `USER_404`; 404 `CONS_404` (missing or another user's conspectus);
+         *     400 `COMMON_400` / 409 `COMMON_409` for Idempotency-Key problems.
+         */
+        post: operations["reviewConspectus"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/schedule/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Schedule summary of one learner
+         * @description Counts the owner's conspectuses per slot (every slot key always present) and those due at
+         *     `as_of` (default now), in one query.
+         *
+         *     Business errors: 404 `USER_404` when the owner does not exist.
+         */
+        get: operations["getScheduleSummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List logged mistakes, newest first
+         * @description Keyset pagination on `(created_at, error_log_uuid)`: pass `next_cursor` of a page as
+         *     `cursor` to get the next one; `next_cursor` is null on the last page. The cursor is
+         *     opaque; one that does not decode is 422 `COMMON_422`.
+         *
+         *     Business errors: 404 `USER_404` when the owner does not exist.
+         */
+        get: operations["listErrorLogs"];
+        put?: never;
+        /**
+         * Log a learning mistake
+         * @description Stores a short message, optionally linked to one of the owner's conspectuses, with an
+         *     optional free-form `context` object (at most 16 KiB as JSON).
+         *
+         *     Business errors: 404 `USER_404` when the owner does not exist; 404 `CONS_404` when
+         *     `conspectus_uuid` does not exist or belongs to another user; 400 `COMMON_400` / 409
+         *     `COMMON_409` for Idempotency-Key problems.
+         */
+        post: operations["createErrorLog"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/live": {
         parameters: {
             query?: never;
@@ -369,6 +531,231 @@ export interface components {
             timezone: string;
         };
         /**
+         * @description Leitner slot; intervals A 1 day, B 3 days, C 7 days, D 21 days.
+         * @enum {string}
+         */
+        Slot: "A" | "B" | "C" | "D";
+        /**
+         * @description Any JSON object (never an array), at most 64 KiB as JSON. Recommended convention:
+         *     optional string `topic`; array `rows` in top-to-bottom order, each row an object with
+         *     the strings `keywords`, `question` and `hint` (left, middle and right column).
+         * @example {
+         *       "topic": "Photosynthesis",
+         *       "rows": [
+         *         {
+         *           "keywords": "chlorophyll",
+         *           "question": "What absorbs light?",
+         *           "hint": "green pigment"
+         *         }
+         *       ]
+         *     }
+         */
+        CueSheet: {
+            [key: string]: unknown;
+        };
+        /**
+         * @example {
+         *       "system_user_id": "learner-42",
+         *       "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+         *       "title": "Photosynthesis",
+         *       "cue_sheet": {
+         *         "topic": "Photosynthesis",
+         *         "rows": [
+         *           {
+         *             "keywords": "chlorophyll",
+         *             "question": "What absorbs light?",
+         *             "hint": "green pigment"
+         *           }
+         *         ]
+         *       },
+         *       "dense_paragraph": "Plants turn light, water and CO2 into glucose and oxygen in the chloroplasts.",
+         *       "bullets": [
+         *         "Light reactions make ATP and NADPH",
+         *         "The Calvin cycle fixes CO2",
+         *         "Oxygen is a by-product"
+         *       ]
+         *     }
+         */
+        ConspectusCreateRequest: {
+            /** @description Owner's id in the source system. */
+            system_user_id: string;
+            /**
+             * Format: uuid
+             * @description Owner's source system.
+             */
+            system_uuid: string;
+            /** @description Short label for lists and cards. */
+            title?: string | null;
+            cue_sheet: components["schemas"]["CueSheet"];
+            dense_paragraph: string;
+            /** @description Typically 5 to 7 bullets. */
+            bullets: string[];
+        };
+        /**
+         * @description The owner key plus at least one content field.
+         * @example {
+         *       "system_user_id": "learner-42",
+         *       "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+         *       "title": "Photosynthesis (revised)"
+         *     }
+         */
+        ConspectusPatchRequest: {
+            system_user_id: string;
+            /** Format: uuid */
+            system_uuid: string;
+            title?: string | null;
+            cue_sheet?: components["schemas"]["CueSheet"];
+            dense_paragraph?: string;
+            bullets?: string[];
+        };
+        /**
+         * @example {
+         *       "system_user_id": "learner-42",
+         *       "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+         *       "outcome": "remembered"
+         *     }
+         */
+        ConspectusReviewRequest: {
+            system_user_id: string;
+            /** Format: uuid */
+            system_uuid: string;
+            /** @enum {string} */
+            outcome: "remembered" | "forgot";
+        };
+        /**
+         * @example {
+         *       "conspectus_uuid": "0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f",
+         *       "system_user_id": "learner-42",
+         *       "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+         *       "title": "Photosynthesis",
+         *       "cue_sheet": {
+         *         "topic": "Photosynthesis",
+         *         "rows": []
+         *       },
+         *       "dense_paragraph": "Plants turn light, water and CO2 into glucose and oxygen.",
+         *       "bullets": [
+         *         "Light reactions make ATP"
+         *       ],
+         *       "slot": "A",
+         *       "next_review_at": "2026-11-24T04:00:00.000Z",
+         *       "last_reviewed_at": null,
+         *       "review_count": 0,
+         *       "created_at": "2026-11-23T10:00:00.000Z",
+         *       "updated_at": "2026-11-23T10:00:00.000Z"
+         *     }
+         */
+        ConspectusResponse: {
+            /** Format: uuid */
+            conspectus_uuid: string;
+            system_user_id: string;
+            /** Format: uuid */
+            system_uuid: string;
+            title: string | null;
+            cue_sheet: {
+                [key: string]: unknown;
+            };
+            dense_paragraph: string;
+            bullets: string[];
+            slot: components["schemas"]["Slot"];
+            /** Format: date-time */
+            next_review_at: string;
+            /** Format: date-time */
+            last_reviewed_at: string | null;
+            review_count: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /**
+         * @example {
+         *       "system_user_id": "learner-42",
+         *       "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+         *       "as_of": "2026-11-23T09:00:00.000Z",
+         *       "total": 12,
+         *       "due_now_count": 3,
+         *       "slots": {
+         *         "A": 5,
+         *         "B": 4,
+         *         "C": 2,
+         *         "D": 1
+         *       }
+         *     }
+         */
+        ScheduleSummaryResponse: {
+            system_user_id: string;
+            /** Format: uuid */
+            system_uuid: string;
+            /** Format: date-time */
+            as_of: string;
+            total: number;
+            /** @description Conspectuses with next_review_at <= as_of. */
+            due_now_count: number;
+            slots: {
+                A: number;
+                B: number;
+                C: number;
+                D: number;
+            };
+        };
+        /**
+         * @example {
+         *       "system_user_id": "learner-42",
+         *       "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+         *       "message": "Confused the light reactions with the Calvin cycle.",
+         *       "conspectus_uuid": "0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f",
+         *       "context": {
+         *         "quiz": 3
+         *       }
+         *     }
+         */
+        ErrorLogCreateRequest: {
+            system_user_id: string;
+            /** Format: uuid */
+            system_uuid: string;
+            message: string;
+            /**
+             * Format: uuid
+             * @description One of the owner's conspectuses.
+             */
+            conspectus_uuid?: string | null;
+            /** @description Free-form details, at most 16 KiB as JSON. */
+            context?: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @example {
+         *       "error_log_uuid": "5d1e0c3b-8a7f-4e2d-9c1b-0a9f8e7d6c5b",
+         *       "system_user_id": "learner-42",
+         *       "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+         *       "conspectus_uuid": null,
+         *       "message": "Mixed up mitosis and meiosis.",
+         *       "context": null,
+         *       "created_at": "2026-11-23T10:00:00.000Z"
+         *     }
+         */
+        ErrorLogResponse: {
+            /** Format: uuid */
+            error_log_uuid: string;
+            system_user_id: string;
+            /** Format: uuid */
+            system_uuid: string;
+            /** Format: uuid */
+            conspectus_uuid: string | null;
+            message: string;
+            context: {
+                [key: string]: unknown;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        ErrorLogListResponse: {
+            items: components["schemas"]["ErrorLogResponse"][];
+            /** @description Opaque; pass it as `cursor` for the next page. Null on the last page. */
+            next_cursor: string | null;
+        };
+        /**
          * @example {
          *       "status": "alive",
          *       "app_env": "dev"
@@ -565,6 +952,14 @@ export interface components {
         SystemUuidPath: string;
         /** @description Id of the user in the source system, 1..36 characters. */
         SystemUserIdPath: string;
+        /** @description Owner's id in the source system, 1..36 characters. */
+        SystemUserIdQuery: string;
+        /** @description Owner's source system (UUID). */
+        SystemUuidQuery: string;
+        /** @description The moment to evaluate "due" at (ISO 8601 with time zone); default now. */
+        AsOfQuery: string;
+        /** @description The conspectus (UUID). */
+        ConspectusUuidPath: string;
     };
     requestBodies: never;
     headers: {
@@ -771,6 +1166,347 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UserResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createConspectus: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description 1..128 printable ASCII characters, unique per intended write. Missing: 400
+                 *     `COMMON_400`/`IDEMPOTENCY_KEY_REQUIRED`; malformed: 400 `COMMON_400`/`IDEMPOTENCY_KEY_INVALID`.
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConspectusCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The saved conspectus. A replay carries `Idempotent-Replayed: true`. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConspectusResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listDueConspectuses: {
+        parameters: {
+            query: {
+                /** @description Owner's id in the source system, 1..36 characters. */
+                system_user_id: components["parameters"]["SystemUserIdQuery"];
+                /** @description Owner's source system (UUID). */
+                system_uuid: components["parameters"]["SystemUuidQuery"];
+                /** @description The moment to evaluate "due" at (ISO 8601 with time zone); default now. */
+                as_of?: components["parameters"]["AsOfQuery"];
+                /** @description Maximum number of conspectuses returned. */
+                limit?: number;
+            };
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The due conspectuses, oldest due first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConspectusResponse"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    patchConspectus: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description 1..128 printable ASCII characters, unique per intended write. Missing: 400
+                 *     `COMMON_400`/`IDEMPOTENCY_KEY_REQUIRED`; malformed: 400 `COMMON_400`/`IDEMPOTENCY_KEY_INVALID`.
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The conspectus (UUID). */
+                conspectus_uuid: components["parameters"]["ConspectusUuidPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConspectusPatchRequest"];
+            };
+        };
+        responses: {
+            /** @description The updated conspectus. A replay carries `Idempotent-Replayed: true`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConspectusResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    reviewConspectus: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description 1..128 printable ASCII characters, unique per intended write. Missing: 400
+                 *     `COMMON_400`/`IDEMPOTENCY_KEY_REQUIRED`; malformed: 400 `COMMON_400`/`IDEMPOTENCY_KEY_INVALID`.
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The conspectus (UUID). */
+                conspectus_uuid: components["parameters"]["ConspectusUuidPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConspectusReviewRequest"];
+            };
+        };
+        responses: {
+            /** @description The conspectus after the review. A replay carries `Idempotent-Replayed: true`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConspectusResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getScheduleSummary: {
+        parameters: {
+            query: {
+                /** @description Owner's id in the source system, 1..36 characters. */
+                system_user_id: components["parameters"]["SystemUserIdQuery"];
+                /** @description Owner's source system (UUID). */
+                system_uuid: components["parameters"]["SystemUuidQuery"];
+                /** @description The moment to evaluate "due" at (ISO 8601 with time zone); default now. */
+                as_of?: components["parameters"]["AsOfQuery"];
+            };
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The slot histogram and the due count. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleSummaryResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listErrorLogs: {
+        parameters: {
+            query: {
+                /** @description Owner's id in the source system, 1..36 characters. */
+                system_user_id: components["parameters"]["SystemUserIdQuery"];
+                /** @description Owner's source system (UUID). */
+                system_uuid: components["parameters"]["SystemUuidQuery"];
+                /** @description Only records linked to this conspectus. */
+                conspectus_uuid?: string;
+                /** @description Page size. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of records. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorLogListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createErrorLog: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description 1..128 printable ASCII characters, unique per intended write. Missing: 400
+                 *     `COMMON_400`/`IDEMPOTENCY_KEY_REQUIRED`; malformed: 400 `COMMON_400`/`IDEMPOTENCY_KEY_INVALID`.
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ErrorLogCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The stored record. A replay carries `Idempotent-Replayed: true`. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorLogResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -405,6 +405,433 @@ export const errorCatalogue = [
       "*"
     ],
     "message": "The body must be a JSON object."
+  },
+  {
+    "code": "CONS_102",
+    "key": "CONSPECTUS_PATCH_BODY_EMPTY",
+    "status": 400,
+    "source": "business",
+    "message": "The patch contains only the owner key; send at least one of title",
+    "cue_sheet": null,
+    "dense_paragraph": null,
+    "bullets.": null
+  },
+  {
+    "code": "CONS_404",
+    "key": "CONSPECTUS_NOT_FOUND",
+    "status": 404,
+    "source": "business",
+    "message": "No conspectus with this id belongs to this user."
+  },
+  {
+    "code": "CONS_001",
+    "key": "CONSPECTUS_CREATE_SYSTEM_USER_ID_REQUIRED",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "system_user_id",
+    "on": [
+      "required"
+    ],
+    "message": "system_user_id is required."
+  },
+  {
+    "code": "CONS_002",
+    "key": "CONSPECTUS_CREATE_SYSTEM_USER_ID_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "system_user_id",
+    "on": [
+      "*"
+    ],
+    "message": "system_user_id must be a string of 1 to 36 characters."
+  },
+  {
+    "code": "CONS_003",
+    "key": "CONSPECTUS_CREATE_SYSTEM_UUID_REQUIRED",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "system_uuid",
+    "on": [
+      "required"
+    ],
+    "message": "system_uuid is required."
+  },
+  {
+    "code": "CONS_004",
+    "key": "CONSPECTUS_CREATE_SYSTEM_UUID_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "system_uuid",
+    "on": [
+      "*"
+    ],
+    "message": "system_uuid must be a UUID."
+  },
+  {
+    "code": "CONS_005",
+    "key": "CONSPECTUS_CREATE_TITLE_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "title",
+    "on": [
+      "*"
+    ],
+    "message": "title must be a string of at most 200 characters",
+    "or null.": null
+  },
+  {
+    "code": "CONS_006",
+    "key": "CONSPECTUS_CREATE_CUE_SHEET_REQUIRED",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "cue_sheet",
+    "on": [
+      "required"
+    ],
+    "message": "cue_sheet is required."
+  },
+  {
+    "code": "CONS_007",
+    "key": "CONSPECTUS_CREATE_CUE_SHEET_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "cue_sheet",
+    "on": [
+      "*"
+    ],
+    "message": "cue_sheet must be a JSON object (not an array) of at most 64 KiB."
+  },
+  {
+    "code": "CONS_008",
+    "key": "CONSPECTUS_CREATE_DENSE_PARAGRAPH_REQUIRED",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "dense_paragraph",
+    "on": [
+      "required"
+    ],
+    "message": "dense_paragraph is required."
+  },
+  {
+    "code": "CONS_009",
+    "key": "CONSPECTUS_CREATE_DENSE_PARAGRAPH_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "dense_paragraph",
+    "on": [
+      "*"
+    ],
+    "message": "dense_paragraph must be a string of 1 to 20000 characters."
+  },
+  {
+    "code": "CONS_010",
+    "key": "CONSPECTUS_CREATE_BULLETS_REQUIRED",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "bullets",
+    "on": [
+      "required"
+    ],
+    "message": "bullets is required."
+  },
+  {
+    "code": "CONS_011",
+    "key": "CONSPECTUS_CREATE_BULLETS_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "bullets",
+    "on": [
+      "*"
+    ],
+    "message": "bullets must be an array of at most 50 strings of 1 to 1000 characters."
+  },
+  {
+    "code": "CONS_012",
+    "key": "CONSPECTUS_CREATE_UNKNOWN_FIELD",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "*",
+    "on": [
+      "additionalProperties"
+    ],
+    "message": "The body contains a property that is not part of the schema."
+  },
+  {
+    "code": "CONS_013",
+    "key": "CONSPECTUS_CREATE_BODY_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "*",
+    "on": [
+      "*"
+    ],
+    "message": "The body must be a JSON object."
+  },
+  {
+    "code": "CONS_014",
+    "key": "CONSPECTUS_PATCH_SYSTEM_USER_ID_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_patch",
+    "field": "system_user_id",
+    "on": [
+      "*"
+    ],
+    "message": "system_user_id is required and must be a string of 1 to 36 characters."
+  },
+  {
+    "code": "CONS_015",
+    "key": "CONSPECTUS_PATCH_SYSTEM_UUID_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_patch",
+    "field": "system_uuid",
+    "on": [
+      "*"
+    ],
+    "message": "system_uuid is required and must be a UUID."
+  },
+  {
+    "code": "CONS_016",
+    "key": "CONSPECTUS_PATCH_TITLE_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_patch",
+    "field": "title",
+    "on": [
+      "*"
+    ],
+    "message": "title must be a string of at most 200 characters",
+    "or null.": null
+  },
+  {
+    "code": "CONS_017",
+    "key": "CONSPECTUS_PATCH_CUE_SHEET_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_patch",
+    "field": "cue_sheet",
+    "on": [
+      "*"
+    ],
+    "message": "cue_sheet must be a JSON object (not an array) of at most 64 KiB."
+  },
+  {
+    "code": "CONS_018",
+    "key": "CONSPECTUS_PATCH_DENSE_PARAGRAPH_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_patch",
+    "field": "dense_paragraph",
+    "on": [
+      "*"
+    ],
+    "message": "dense_paragraph must be a string of 1 to 20000 characters."
+  },
+  {
+    "code": "CONS_019",
+    "key": "CONSPECTUS_PATCH_BULLETS_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_patch",
+    "field": "bullets",
+    "on": [
+      "*"
+    ],
+    "message": "bullets must be an array of at most 50 strings of 1 to 1000 characters."
+  },
+  {
+    "code": "CONS_020",
+    "key": "CONSPECTUS_PATCH_UNKNOWN_FIELD",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_patch",
+    "field": "*",
+    "on": [
+      "additionalProperties"
+    ],
+    "message": "The body contains a property that is not part of the schema."
+  },
+  {
+    "code": "CONS_021",
+    "key": "CONSPECTUS_PATCH_BODY_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_patch",
+    "field": "*",
+    "on": [
+      "*"
+    ],
+    "message": "The body must be a JSON object."
+  },
+  {
+    "code": "CONS_022",
+    "key": "CONSPECTUS_REVIEW_SYSTEM_USER_ID_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_review",
+    "field": "system_user_id",
+    "on": [
+      "*"
+    ],
+    "message": "system_user_id is required and must be a string of 1 to 36 characters."
+  },
+  {
+    "code": "CONS_023",
+    "key": "CONSPECTUS_REVIEW_SYSTEM_UUID_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_review",
+    "field": "system_uuid",
+    "on": [
+      "*"
+    ],
+    "message": "system_uuid is required and must be a UUID."
+  },
+  {
+    "code": "CONS_024",
+    "key": "CONSPECTUS_REVIEW_OUTCOME_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_review",
+    "field": "outcome",
+    "on": [
+      "*"
+    ],
+    "message": "outcome is required and must be remembered or forgot."
+  },
+  {
+    "code": "CONS_025",
+    "key": "CONSPECTUS_REVIEW_UNKNOWN_FIELD",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_review",
+    "field": "*",
+    "on": [
+      "additionalProperties"
+    ],
+    "message": "The body contains a property that is not part of the schema."
+  },
+  {
+    "code": "CONS_026",
+    "key": "CONSPECTUS_REVIEW_BODY_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_review",
+    "field": "*",
+    "on": [
+      "*"
+    ],
+    "message": "The body must be a JSON object."
+  },
+  {
+    "code": "ERRLOG_001",
+    "key": "ERRLOG_CREATE_SYSTEM_USER_ID_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "errlog_create",
+    "field": "system_user_id",
+    "on": [
+      "*"
+    ],
+    "message": "system_user_id is required and must be a string of 1 to 36 characters."
+  },
+  {
+    "code": "ERRLOG_002",
+    "key": "ERRLOG_CREATE_SYSTEM_UUID_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "errlog_create",
+    "field": "system_uuid",
+    "on": [
+      "*"
+    ],
+    "message": "system_uuid is required and must be a UUID."
+  },
+  {
+    "code": "ERRLOG_003",
+    "key": "ERRLOG_CREATE_MESSAGE_REQUIRED",
+    "status": 422,
+    "source": "validation",
+    "group": "errlog_create",
+    "field": "message",
+    "on": [
+      "required"
+    ],
+    "message": "message is required."
+  },
+  {
+    "code": "ERRLOG_004",
+    "key": "ERRLOG_CREATE_MESSAGE_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "errlog_create",
+    "field": "message",
+    "on": [
+      "*"
+    ],
+    "message": "message must be a string of 1 to 2000 characters."
+  },
+  {
+    "code": "ERRLOG_005",
+    "key": "ERRLOG_CREATE_CONSPECTUS_UUID_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "errlog_create",
+    "field": "conspectus_uuid",
+    "on": [
+      "*"
+    ],
+    "message": "conspectus_uuid must be a UUID or null."
+  },
+  {
+    "code": "ERRLOG_006",
+    "key": "ERRLOG_CREATE_CONTEXT_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "errlog_create",
+    "field": "context",
+    "on": [
+      "*"
+    ],
+    "message": "context must be a JSON object of at most 16 KiB."
+  },
+  {
+    "code": "ERRLOG_007",
+    "key": "ERRLOG_CREATE_UNKNOWN_FIELD",
+    "status": 422,
+    "source": "validation",
+    "group": "errlog_create",
+    "field": "*",
+    "on": [
+      "additionalProperties"
+    ],
+    "message": "The body contains a property that is not part of the schema."
+  },
+  {
+    "code": "ERRLOG_008",
+    "key": "ERRLOG_CREATE_BODY_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "errlog_create",
+    "field": "*",
+    "on": [
+      "*"
+    ],
+    "message": "The body must be a JSON object."
   }
 ] as const
 

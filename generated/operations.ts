@@ -99,6 +99,155 @@ export const operations = {
       "503": "ServiceUnavailable"
     }
   },
+  "createConspectus": {
+    "method": "POST",
+    "path": "/api/v1/conspectuses",
+    "url": "/api/v1/conspectuses",
+    "bodySchema": "ConspectusCreateRequest",
+    "validationGroup": "conspectus_create",
+    "idempotent": true,
+    "public": false,
+    "served": true,
+    "responses": {
+      "201": null,
+      "400": "BadRequest",
+      "401": "Unauthorized",
+      "404": "NotFound",
+      "409": "Conflict",
+      "413": "PayloadTooLarge",
+      "415": "UnsupportedMediaType",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "listDueConspectuses": {
+    "method": "GET",
+    "path": "/api/v1/conspectuses/due",
+    "url": "/api/v1/conspectuses/due",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "served": true,
+    "responses": {
+      "200": null,
+      "401": "Unauthorized",
+      "404": "NotFound",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "patchConspectus": {
+    "method": "PATCH",
+    "path": "/api/v1/conspectuses/{conspectus_uuid}",
+    "url": "/api/v1/conspectuses/:conspectus_uuid",
+    "bodySchema": "ConspectusPatchRequest",
+    "validationGroup": "conspectus_patch",
+    "idempotent": true,
+    "public": false,
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "BadRequest",
+      "401": "Unauthorized",
+      "404": "NotFound",
+      "409": "Conflict",
+      "413": "PayloadTooLarge",
+      "415": "UnsupportedMediaType",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "reviewConspectus": {
+    "method": "POST",
+    "path": "/api/v1/conspectuses/{conspectus_uuid}/actions/review",
+    "url": "/api/v1/conspectuses/:conspectus_uuid/actions/review",
+    "bodySchema": "ConspectusReviewRequest",
+    "validationGroup": "conspectus_review",
+    "idempotent": true,
+    "public": false,
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "BadRequest",
+      "401": "Unauthorized",
+      "404": "NotFound",
+      "409": "Conflict",
+      "413": "PayloadTooLarge",
+      "415": "UnsupportedMediaType",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "getScheduleSummary": {
+    "method": "GET",
+    "path": "/api/v1/schedule/summary",
+    "url": "/api/v1/schedule/summary",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "served": true,
+    "responses": {
+      "200": null,
+      "401": "Unauthorized",
+      "404": "NotFound",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "listErrorLogs": {
+    "method": "GET",
+    "path": "/api/v1/errors",
+    "url": "/api/v1/errors",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "served": true,
+    "responses": {
+      "200": null,
+      "401": "Unauthorized",
+      "404": "NotFound",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "createErrorLog": {
+    "method": "POST",
+    "path": "/api/v1/errors",
+    "url": "/api/v1/errors",
+    "bodySchema": "ErrorLogCreateRequest",
+    "validationGroup": "errlog_create",
+    "idempotent": true,
+    "public": false,
+    "served": true,
+    "responses": {
+      "201": null,
+      "400": "BadRequest",
+      "401": "Unauthorized",
+      "404": "NotFound",
+      "409": "Conflict",
+      "413": "PayloadTooLarge",
+      "415": "UnsupportedMediaType",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
   "getLive": {
     "method": "GET",
     "path": "/live",

@@ -468,6 +468,513 @@ export const schemas = {
       }
     ]
   },
+  "Slot": {
+    "$id": "https://study-service/schemas/Slot",
+    "type": "string",
+    "enum": [
+      "A",
+      "B",
+      "C",
+      "D"
+    ],
+    "description": "Leitner slot; intervals A 1 day, B 3 days, C 7 days, D 21 days."
+  },
+  "CueSheet": {
+    "$id": "https://study-service/schemas/CueSheet",
+    "type": "object",
+    "additionalProperties": true,
+    "x-max-json-bytes": 65536,
+    "description": "Any JSON object (never an array), at most 64 KiB as JSON. Recommended convention:\noptional string `topic`; array `rows` in top-to-bottom order, each row an object with\nthe strings `keywords`, `question` and `hint` (left, middle and right column).\n",
+    "examples": [
+      {
+        "topic": "Photosynthesis",
+        "rows": [
+          {
+            "keywords": "chlorophyll",
+            "question": "What absorbs light?",
+            "hint": "green pigment"
+          }
+        ]
+      }
+    ]
+  },
+  "ConspectusCreateRequest": {
+    "$id": "https://study-service/schemas/ConspectusCreateRequest",
+    "type": "object",
+    "required": [
+      "system_user_id",
+      "system_uuid",
+      "cue_sheet",
+      "dense_paragraph",
+      "bullets"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "system_user_id": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 36,
+        "description": "Owner's id in the source system."
+      },
+      "system_uuid": {
+        "type": "string",
+        "format": "uuid",
+        "description": "Owner's source system."
+      },
+      "title": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "maxLength": 200,
+        "description": "Short label for lists and cards."
+      },
+      "cue_sheet": {
+        "$ref": "https://study-service/schemas/CueSheet"
+      },
+      "dense_paragraph": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 20000
+      },
+      "bullets": {
+        "type": "array",
+        "maxItems": 50,
+        "description": "Typically 5 to 7 bullets.",
+        "items": {
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 1000
+        }
+      }
+    },
+    "examples": [
+      {
+        "system_user_id": "learner-42",
+        "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+        "title": "Photosynthesis",
+        "cue_sheet": {
+          "topic": "Photosynthesis",
+          "rows": [
+            {
+              "keywords": "chlorophyll",
+              "question": "What absorbs light?",
+              "hint": "green pigment"
+            }
+          ]
+        },
+        "dense_paragraph": "Plants turn light, water and CO2 into glucose and oxygen in the chloroplasts.",
+        "bullets": [
+          "Light reactions make ATP and NADPH",
+          "The Calvin cycle fixes CO2",
+          "Oxygen is a by-product"
+        ]
+      }
+    ]
+  },
+  "ConspectusPatchRequest": {
+    "$id": "https://study-service/schemas/ConspectusPatchRequest",
+    "type": "object",
+    "required": [
+      "system_user_id",
+      "system_uuid"
+    ],
+    "additionalProperties": false,
+    "description": "The owner key plus at least one content field.",
+    "properties": {
+      "system_user_id": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 36
+      },
+      "system_uuid": {
+        "type": "string",
+        "format": "uuid"
+      },
+      "title": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "maxLength": 200
+      },
+      "cue_sheet": {
+        "$ref": "https://study-service/schemas/CueSheet"
+      },
+      "dense_paragraph": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 20000
+      },
+      "bullets": {
+        "type": "array",
+        "maxItems": 50,
+        "items": {
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 1000
+        }
+      }
+    },
+    "examples": [
+      {
+        "system_user_id": "learner-42",
+        "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+        "title": "Photosynthesis (revised)"
+      }
+    ]
+  },
+  "ConspectusReviewRequest": {
+    "$id": "https://study-service/schemas/ConspectusReviewRequest",
+    "type": "object",
+    "required": [
+      "system_user_id",
+      "system_uuid",
+      "outcome"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "system_user_id": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 36
+      },
+      "system_uuid": {
+        "type": "string",
+        "format": "uuid"
+      },
+      "outcome": {
+        "type": "string",
+        "enum": [
+          "remembered",
+          "forgot"
+        ]
+      }
+    },
+    "examples": [
+      {
+        "system_user_id": "learner-42",
+        "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+        "outcome": "remembered"
+      }
+    ]
+  },
+  "ConspectusResponse": {
+    "$id": "https://study-service/schemas/ConspectusResponse",
+    "type": "object",
+    "required": [
+      "conspectus_uuid",
+      "system_user_id",
+      "system_uuid",
+      "title",
+      "cue_sheet",
+      "dense_paragraph",
+      "bullets",
+      "slot",
+      "next_review_at",
+      "last_reviewed_at",
+      "review_count",
+      "created_at",
+      "updated_at"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "conspectus_uuid": {
+        "type": "string",
+        "format": "uuid"
+      },
+      "system_user_id": {
+        "type": "string"
+      },
+      "system_uuid": {
+        "type": "string",
+        "format": "uuid"
+      },
+      "title": {
+        "type": [
+          "string",
+          "null"
+        ]
+      },
+      "cue_sheet": {
+        "type": "object",
+        "additionalProperties": true
+      },
+      "dense_paragraph": {
+        "type": "string"
+      },
+      "bullets": {
+        "type": "array",
+        "items": {
+          "type": "string"
+        }
+      },
+      "slot": {
+        "$ref": "https://study-service/schemas/Slot"
+      },
+      "next_review_at": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "last_reviewed_at": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "date-time"
+      },
+      "review_count": {
+        "type": "integer",
+        "minimum": 0
+      },
+      "created_at": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "updated_at": {
+        "type": "string",
+        "format": "date-time"
+      }
+    },
+    "examples": [
+      {
+        "conspectus_uuid": "0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f",
+        "system_user_id": "learner-42",
+        "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+        "title": "Photosynthesis",
+        "cue_sheet": {
+          "topic": "Photosynthesis",
+          "rows": []
+        },
+        "dense_paragraph": "Plants turn light, water and CO2 into glucose and oxygen.",
+        "bullets": [
+          "Light reactions make ATP"
+        ],
+        "slot": "A",
+        "next_review_at": "2026-11-24T04:00:00.000Z",
+        "last_reviewed_at": null,
+        "review_count": 0,
+        "created_at": "2026-11-23T10:00:00.000Z",
+        "updated_at": "2026-11-23T10:00:00.000Z"
+      }
+    ]
+  },
+  "ScheduleSummaryResponse": {
+    "$id": "https://study-service/schemas/ScheduleSummaryResponse",
+    "type": "object",
+    "required": [
+      "system_user_id",
+      "system_uuid",
+      "as_of",
+      "total",
+      "due_now_count",
+      "slots"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "system_user_id": {
+        "type": "string"
+      },
+      "system_uuid": {
+        "type": "string",
+        "format": "uuid"
+      },
+      "as_of": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "total": {
+        "type": "integer",
+        "minimum": 0
+      },
+      "due_now_count": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Conspectuses with next_review_at <= as_of."
+      },
+      "slots": {
+        "type": "object",
+        "required": [
+          "A",
+          "B",
+          "C",
+          "D"
+        ],
+        "additionalProperties": false,
+        "properties": {
+          "A": {
+            "type": "integer",
+            "minimum": 0
+          },
+          "B": {
+            "type": "integer",
+            "minimum": 0
+          },
+          "C": {
+            "type": "integer",
+            "minimum": 0
+          },
+          "D": {
+            "type": "integer",
+            "minimum": 0
+          }
+        }
+      }
+    },
+    "examples": [
+      {
+        "system_user_id": "learner-42",
+        "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+        "as_of": "2026-11-23T09:00:00.000Z",
+        "total": 12,
+        "due_now_count": 3,
+        "slots": {
+          "A": 5,
+          "B": 4,
+          "C": 2,
+          "D": 1
+        }
+      }
+    ]
+  },
+  "ErrorLogCreateRequest": {
+    "$id": "https://study-service/schemas/ErrorLogCreateRequest",
+    "type": "object",
+    "required": [
+      "system_user_id",
+      "system_uuid",
+      "message"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "system_user_id": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 36
+      },
+      "system_uuid": {
+        "type": "string",
+        "format": "uuid"
+      },
+      "message": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 2000
+      },
+      "conspectus_uuid": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "uuid",
+        "description": "One of the owner's conspectuses."
+      },
+      "context": {
+        "type": "object",
+        "additionalProperties": true,
+        "x-max-json-bytes": 16384,
+        "description": "Free-form details, at most 16 KiB as JSON."
+      }
+    },
+    "examples": [
+      {
+        "system_user_id": "learner-42",
+        "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+        "message": "Confused the light reactions with the Calvin cycle.",
+        "conspectus_uuid": "0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f",
+        "context": {
+          "quiz": 3
+        }
+      }
+    ]
+  },
+  "ErrorLogResponse": {
+    "$id": "https://study-service/schemas/ErrorLogResponse",
+    "type": "object",
+    "required": [
+      "error_log_uuid",
+      "system_user_id",
+      "system_uuid",
+      "conspectus_uuid",
+      "message",
+      "context",
+      "created_at"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "error_log_uuid": {
+        "type": "string",
+        "format": "uuid"
+      },
+      "system_user_id": {
+        "type": "string"
+      },
+      "system_uuid": {
+        "type": "string",
+        "format": "uuid"
+      },
+      "conspectus_uuid": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "uuid"
+      },
+      "message": {
+        "type": "string"
+      },
+      "context": {
+        "oneOf": [
+          {
+            "type": "object",
+            "additionalProperties": true
+          },
+          {
+            "type": "null"
+          }
+        ]
+      },
+      "created_at": {
+        "type": "string",
+        "format": "date-time"
+      }
+    },
+    "examples": [
+      {
+        "error_log_uuid": "5d1e0c3b-8a7f-4e2d-9c1b-0a9f8e7d6c5b",
+        "system_user_id": "learner-42",
+        "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+        "conspectus_uuid": null,
+        "message": "Mixed up mitosis and meiosis.",
+        "context": null,
+        "created_at": "2026-11-23T10:00:00.000Z"
+      }
+    ]
+  },
+  "ErrorLogListResponse": {
+    "$id": "https://study-service/schemas/ErrorLogListResponse",
+    "type": "object",
+    "required": [
+      "items",
+      "next_cursor"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "items": {
+        "type": "array",
+        "items": {
+          "$ref": "https://study-service/schemas/ErrorLogResponse"
+        }
+      },
+      "next_cursor": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "description": "Opaque; pass it as `cursor` for the next page. Null on the last page."
+      }
+    }
+  },
   "LiveResponse": {
     "$id": "https://study-service/schemas/LiveResponse",
     "type": "object",

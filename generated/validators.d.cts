@@ -3,3 +3,7 @@ import type { ValidateFunction } from 'ajv'
 export declare const UserCreateRequest: ValidateFunction
 export declare const UserUpdateRequest: ValidateFunction
 export declare const UserPatchRequest: ValidateFunction
+export declare const ConspectusCreateRequest: ValidateFunction
+export declare const ConspectusPatchRequest: ValidateFunction
+export declare const ConspectusReviewRequest: ValidateFunction
+export declare const ErrorLogCreateRequest: ValidateFunction

@@ -6,11 +6,15 @@ import type { FastifySchemaCompiler } from 'fastify'
 import * as validators from '../../generated/validators.cjs'
 import { operations } from '../../generated/operations.js'
 import { addProjectFormats } from './formats.js'
+import { sizeLimitsOf, withJsonSizeLimits } from './json-size-limits.js'
 
 const bodyValidatorByRoute = new Map<string, unknown>(
   Object.values(operations)
     .filter((op) => op.bodySchema)
-    .map((op) => [`${op.method} ${op.url}`, (validators as Record<string, unknown>)[op.bodySchema!]]),
+    .map((op) => [
+      `${op.method} ${op.url}`,
+      withJsonSizeLimits((validators as unknown as Record<string, never>)[op.bodySchema!]!, sizeLimitsOf(op.bodySchema!)),
+    ]),
 )
 
 interface HeaderSchema {

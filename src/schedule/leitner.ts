@@ -1,0 +1,92 @@
+// The review schedule policy: pure functions, no SQL, no HTTP.
+// Leitner ladder A -> B -> C -> D with intervals of 1, 3, 7 and 21 days. Due times are
+// day-based in the learner's IANA time zone: the day rolls over at 04:00 local time, and a
+// conspectus falls due at 04:00 local on the day `interval(slot)` days after the event's
+// local day. Wall-clock arithmetic goes through Intl, so daylight-saving changes never move
+// the due time off 04:00 local.
+
+export type Slot = 'A' | 'B' | 'C' | 'D'
+export type ReviewOutcome = 'remembered' | 'forgot'
+
+export const SLOTS: readonly Slot[] = ['A', 'B', 'C', 'D']
+export const INTERVAL_DAYS: Readonly<Record<Slot, number>> = { A: 1, B: 3, C: 7, D: 21 }
+export const DAY_ROLLOVER_HOUR = 4
+export const FIRST_SLOT: Slot = 'A'
+
+/** remembered: one slot up (D stays D); forgot: back to A. */
+export function nextSlot(slot: Slot, outcome: ReviewOutcome): Slot {
+  if (outcome === 'forgot') return FIRST_SLOT
+  return SLOTS[Math.min(SLOTS.indexOf(slot) + 1, SLOTS.length - 1)]!
+}
+
+interface WallClock {
+  year: number
+  month: number // 1..12
+  day: number
+  hour: number
+  minute: number
+  second: number
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>()
+
+function formatter(timeZone: string): Intl.DateTimeFormat {
+  let f = formatters.get(timeZone)
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    })
+    formatters.set(timeZone, f)
+  }
+  return f
+}
+
+function wallClock(instant: number, timeZone: string): WallClock {
+  const parts: Record<string, number> = {}
+  for (const p of formatter(timeZone).formatToParts(instant)) {
+    if (p.type !== 'literal' && p.type !== 'era') parts[p.type] = Number(p.value)
+  }
+  return { year: parts.year!, month: parts.month!, day: parts.day!, hour: parts.hour!, minute: parts.minute!, second: parts.second! }
+}
+
+/** Offset of the zone from UTC at `instant`, in milliseconds (local = UTC + offset). */
+function offsetAt(instant: number, timeZone: string): number {
+  const w = wallClock(instant, timeZone)
+  const asUtc = Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second)
+  return asUtc - Math.floor(instant / 1000) * 1000
+}
+
+/** The instant at which the wall clock in `timeZone` shows the given local date and time. */
+export function zonedInstant(year: number, month: number, day: number, hour: number, timeZone: string): Date {
+  const wall = Date.UTC(year, month - 1, day, hour)
+  // Two passes settle the offset on both sides of a transition.
+  let instant = wall - offsetAt(wall, timeZone)
+  instant = wall - offsetAt(instant, timeZone)
+  const check = wallClock(instant, timeZone)
+  if (check.hour !== hour) {
+    // The local hour does not exist (a spring-forward gap): take the first instant after it.
+    instant = wall - offsetAt(instant + 3 * 3_600_000, timeZone)
+  }
+  return new Date(instant)
+}
+
+/** The local study day of an instant: before 04:00 local it still belongs to the previous day. */
+export function studyDay(at: Date, timeZone: string): { year: number; month: number; day: number } {
+  const w = wallClock(at.getTime(), timeZone)
+  const date = new Date(Date.UTC(w.year, w.month - 1, w.day - (w.hour < DAY_ROLLOVER_HOUR ? 1 : 0)))
+  return { year: date.getUTCFullYear(), month: date.getUTCMonth() + 1, day: date.getUTCDate() }
+}
+
+/** When a conspectus now in `slot` falls due after an event (create or review) at `eventAt`. */
+export function nextReviewAt(eventAt: Date, slot: Slot, timeZone: string): Date {
+  const day = studyDay(eventAt, timeZone)
+  const due = new Date(Date.UTC(day.year, day.month - 1, day.day + INTERVAL_DAYS[slot]))
+  return zonedInstant(due.getUTCFullYear(), due.getUTCMonth() + 1, due.getUTCDate(), DAY_ROLLOVER_HOUR, timeZone)
+}

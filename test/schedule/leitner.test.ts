@@ -1,0 +1,74 @@
+// The schedule policy on its own: ladder moves and 04:00-local due times across time zones.
+import t from 'tap'
+import { INTERVAL_DAYS, nextReviewAt, nextSlot, studyDay, type Slot } from '../../src/schedule/leitner.js'
+
+const iso = (d: Date) => d.toISOString()
+
+t.test('remembered climbs one slot and stays at D; forgot returns to A', async (t) => {
+  t.same((['A', 'B', 'C', 'D'] as Slot[]).map((s) => nextSlot(s, 'remembered')), ['B', 'C', 'D', 'D'])
+  t.same((['A', 'B', 'C', 'D'] as Slot[]).map((s) => nextSlot(s, 'forgot')), ['A', 'A', 'A', 'A'])
+  t.same(INTERVAL_DAYS, { A: 1, B: 3, C: 7, D: 21 })
+})
+
+t.test('due at 04:00 local on the day interval(slot) days after the event day', async (t) => {
+  // 10:00 in Berlin (CET, UTC+1) on 2026-01-10
+  const event = new Date('2026-01-10T09:00:00Z')
+  t.equal(iso(nextReviewAt(event, 'A', 'Europe/Berlin')), '2026-01-11T03:00:00.000Z')
+  t.equal(iso(nextReviewAt(event, 'B', 'Europe/Berlin')), '2026-01-13T03:00:00.000Z')
+  t.equal(iso(nextReviewAt(event, 'C', 'Europe/Berlin')), '2026-01-17T03:00:00.000Z')
+  t.equal(iso(nextReviewAt(event, 'D', 'Europe/Berlin')), '2026-01-31T03:00:00.000Z')
+  t.equal(iso(nextReviewAt(event, 'A', 'UTC')), '2026-01-11T04:00:00.000Z')
+})
+
+t.test('an event before 04:00 local belongs to the previous study day', async (t) => {
+  // 03:59 and 04:00 local in New York (EST, UTC-5) on 2026-01-15
+  const before = new Date('2026-01-15T08:59:00Z')
+  const at = new Date('2026-01-15T09:00:00Z')
+  t.same(studyDay(before, 'America/New_York'), { year: 2026, month: 1, day: 14 })
+  t.same(studyDay(at, 'America/New_York'), { year: 2026, month: 1, day: 15 })
+  t.equal(iso(nextReviewAt(before, 'A', 'America/New_York')), '2026-01-15T09:00:00.000Z', 'due the same calendar day at 04:00')
+  t.equal(iso(nextReviewAt(at, 'A', 'America/New_York')), '2026-01-16T09:00:00.000Z')
+  // 00:30 local just after midnight still counts for the day before
+  t.equal(iso(nextReviewAt(new Date('2026-01-16T05:30:00Z'), 'A', 'America/New_York')), '2026-01-16T09:00:00.000Z')
+})
+
+t.test('daylight-saving changes keep the due time at 04:00 local', async (t) => {
+  // New York springs forward on 2026-03-08 (EST -5 -> EDT -4) and falls back on 2026-11-01.
+  t.equal(iso(nextReviewAt(new Date('2026-03-07T15:00:00Z'), 'A', 'America/New_York')), '2026-03-08T08:00:00.000Z')
+  t.equal(iso(nextReviewAt(new Date('2026-03-06T15:00:00Z'), 'B', 'America/New_York')), '2026-03-09T08:00:00.000Z')
+  t.equal(iso(nextReviewAt(new Date('2026-10-31T15:00:00Z'), 'A', 'America/New_York')), '2026-11-01T09:00:00.000Z')
+  t.equal(iso(nextReviewAt(new Date('2026-10-25T15:00:00Z'), 'C', 'America/New_York')), '2026-11-01T09:00:00.000Z')
+  // Berlin: CET -> CEST on 2026-03-29, back on 2026-10-25.
+  t.equal(iso(nextReviewAt(new Date('2026-03-28T12:00:00Z'), 'A', 'Europe/Berlin')), '2026-03-29T02:00:00.000Z')
+  t.equal(iso(nextReviewAt(new Date('2026-03-22T12:00:00Z'), 'C', 'Europe/Berlin')), '2026-03-29T02:00:00.000Z')
+  t.equal(iso(nextReviewAt(new Date('2026-10-24T12:00:00Z'), 'A', 'Europe/Berlin')), '2026-10-25T03:00:00.000Z')
+  t.equal(iso(nextReviewAt(new Date('2026-10-04T12:00:00Z'), 'D', 'Europe/Berlin')), '2026-10-25T03:00:00.000Z')
+})
+
+t.test('far-east and far-west zones use their own calendar day', async (t) => {
+  // Kiritimati is UTC+14, Pago Pago UTC-11: the same instant is on different local days.
+  const instant = new Date('2026-06-01T12:00:00Z') // Kiritimati 2026-06-02 02:00 (before 04:00 -> day 06-01), Pago Pago 06-01 01:00 (-> day 05-31)
+  t.equal(iso(nextReviewAt(instant, 'A', 'Pacific/Kiritimati')), '2026-06-01T14:00:00.000Z')
+  t.equal(iso(nextReviewAt(instant, 'A', 'Pacific/Pago_Pago')), '2026-06-01T15:00:00.000Z')
+  t.equal(iso(nextReviewAt(new Date('2026-06-01T20:00:00Z'), 'B', 'Asia/Kolkata')), '2026-06-03T22:30:00.000Z', 'half-hour offsets: 01:30 IST counts for the day before')
+})
+
+t.test('a learner who changes time zone is scheduled in the zone of the event', async (t) => {
+  const reviewInTokyo = nextReviewAt(new Date('2026-05-10T01:00:00Z'), 'B', 'Asia/Tokyo') // 10:00 JST
+  t.equal(iso(reviewInTokyo), '2026-05-12T19:00:00.000Z') // 2026-05-13 04:00 JST
+  const nextInLondon = nextReviewAt(new Date('2026-05-13T09:00:00Z'), 'C', 'Europe/London') // 10:00 BST
+  t.equal(iso(nextInLondon), '2026-05-20T03:00:00.000Z') // 2026-05-20 04:00 BST
+})
+
+t.test('04:00 local is always the result, every day of a year in several zones', async (t) => {
+  const zones = ['America/New_York', 'Europe/Berlin', 'Australia/Lord_Howe', 'America/Santiago', 'Asia/Tehran', 'Pacific/Chatham']
+  for (const zone of zones) {
+    const fmt = new Intl.DateTimeFormat('en-GB', { timeZone: zone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })
+    let wrong = 0
+    for (let d = 0; d < 366; d++) {
+      const due = nextReviewAt(new Date(Date.UTC(2026, 0, 1, 13) + d * 86_400_000), 'A', zone)
+      if (fmt.format(due) !== '04:00') wrong++
+    }
+    t.equal(wrong, 0, zone)
+  }
+})
