@@ -61,8 +61,7 @@ export const errorCatalogue = [
     "key": "REQUEST_PARAMETER_INVALID",
     "status": 422,
     "source": "validation",
-    "message": "A path",
-    "query or header parameter is invalid.": null
+    "message": "A path, query or header parameter is invalid."
   },
   {
     "code": "COMMON_429",
@@ -209,8 +208,7 @@ export const errorCatalogue = [
     "on": [
       "*"
     ],
-    "message": "username must be a string of at most 255 characters",
-    "or null.": null
+    "message": "username must be a string of at most 255 characters, or null."
   },
   {
     "code": "USER_009",
@@ -343,8 +341,7 @@ export const errorCatalogue = [
     "on": [
       "*"
     ],
-    "message": "username must be a string of at most 255 characters",
-    "or null.": null
+    "message": "username must be a string of at most 255 characters, or null."
   },
   {
     "code": "USER_020",
@@ -411,10 +408,7 @@ export const errorCatalogue = [
     "key": "CONSPECTUS_PATCH_BODY_EMPTY",
     "status": 400,
     "source": "business",
-    "message": "The patch contains only the owner key; send at least one of title",
-    "cue_sheet": null,
-    "dense_paragraph": null,
-    "bullets.": null
+    "message": "The patch contains only the owner key; send at least one of title, cue_sheet, dense_paragraph, bullets."
   },
   {
     "code": "CONS_404",
@@ -481,8 +475,7 @@ export const errorCatalogue = [
     "on": [
       "*"
     ],
-    "message": "title must be a string of at most 200 characters",
-    "or null.": null
+    "message": "title must be a string of at most 200 characters, or null."
   },
   {
     "code": "CONS_006",
@@ -614,8 +607,7 @@ export const errorCatalogue = [
     "on": [
       "*"
     ],
-    "message": "title must be a string of at most 200 characters",
-    "or null.": null
+    "message": "title must be a string of at most 200 characters, or null."
   },
   {
     "code": "CONS_017",

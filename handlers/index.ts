@@ -1,4 +1,6 @@
 // The service object bound by fastify-openapi-glue: one method per operationId in the spec.
+import { createConspectusHandlers } from './conspectuses.js'
+import { createErrorLogHandlers } from './error-logs.js'
 import { createProbeHandlers } from './probes.js'
 import type { HandlerDeps } from './types.js'
 import { createUserHandlers } from './users.js'
@@ -6,6 +8,8 @@ import { createUserHandlers } from './users.js'
 export function createServiceHandlers(deps: HandlerDeps) {
   return {
     ...createUserHandlers(deps),
+    ...createConspectusHandlers(deps),
+    ...createErrorLogHandlers(deps),
     ...createProbeHandlers(deps),
   }
 }

@@ -26,6 +26,8 @@ export interface HandlerDeps {
   config: Config
   db: Database
   idempotentWrite: IdempotentWrite
+  /** The clock for schedule decisions and timestamps (tests pass a fixed one). */
+  now: () => Date
   /** True once shutdown has begun (readiness turns not_ready). */
   isDraining: () => boolean
 }

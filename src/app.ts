@@ -21,6 +21,8 @@ export interface AppOptions {
   sql: Sql
   /** Fastify logger option; defaults to JSON logs at config.logLevel with secrets redacted. */
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
+  /** Clock for schedule decisions; tests pass a controllable one. */
+  now?: () => Date
 }
 
 export const REDACTED_HEADERS = ['x-api-key', 'authorization', 'cookie', 'set-cookie', 'proxy-authorization']
@@ -36,7 +38,7 @@ export function loggerOptions(config: Config) {
   }
 }
 
-export async function buildApp({ config, sql, logger }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, sql, logger, now }: AppOptions): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     logger: (logger === undefined ? loggerOptions(config) : logger) as boolean,
     bodyLimit: config.bodyLimitBytes,
@@ -62,6 +64,6 @@ export async function buildApp({ config, sql, logger }: AppOptions): Promise<Fas
   await app.register(authPlugin)
   await app.register(rateLimitPlugin)
   await app.register(docsPlugin)
-  await app.register(routesPlugin)
+  await app.register(routesPlugin, { now })
   return app
 }

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, appError } from '../errors.js'
 import { isDatabaseUnavailable } from '../db/unavailable.js'
+import { RequestValidationError } from '../validation/request-validation-error.js'
 import { malformedBodyItem, toValidationItems, type RequestPart } from '../validation/validation-errors.js'
 
 const RETRY_AFTER_SECONDS = '5'
@@ -36,6 +37,7 @@ export default fp(
   async (fastify) => {
     fastify.setErrorHandler((error: FastifyError, request, reply) => {
       if (error instanceof AppError) return sendError(reply, error)
+      if (error instanceof RequestValidationError) return sendValidation(request, reply, error.items)
 
       if (error.validation) {
         const part = error.validationContext as RequestPart

@@ -12,14 +12,15 @@ declare module 'fastify' {
 }
 
 /** Binds every operationId of spec/openapi.yaml to its handler in handlers/. */
-export default fp(
-  async (fastify) => {
+export default fp<{ now?: () => Date }>(
+  async (fastify, { now = () => new Date() }) => {
     fastify.decorate('draining', false)
     const serviceHandlers = createServiceHandlers({
       config: fastify.config,
       db: fastify.db,
       idempotentWrite: createIdempotentWrite(fastify.db, fastify.config.idempotencyTtlHours),
       isDraining: () => fastify.draining,
+      now,
     })
     await fastify.register(openapiGlue, { specification: specPath, serviceHandlers })
   },

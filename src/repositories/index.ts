@@ -1,6 +1,8 @@
 // All repositories over one executor (the pool or a transaction), each call timed for
 // db_operation_duration_seconds under the label `<repository>.<function>`.
 import type { Db } from '../db/client.js'
+import { createConspectusRepository } from './conspectuses.js'
+import { createErrorLogRepository } from './error-logs.js'
 import { createIdempotencyRepository } from './idempotency.js'
 import { createUserRepository } from './users.js'
 
@@ -30,6 +32,8 @@ export function createRepositories(db: Db, observe: ObserveDbOperation) {
   return {
     users: instrument('users', createUserRepository(db), observe),
     idempotency: instrument('idempotency', createIdempotencyRepository(db), observe),
+    conspectuses: instrument('conspectuses', createConspectusRepository(db), observe),
+    errorLogs: instrument('errorLogs', createErrorLogRepository(db), observe),
   }
 }
 

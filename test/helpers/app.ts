@@ -24,10 +24,10 @@ let keyCounter = 0
 /** A fresh Idempotency-Key. */
 export const newKey = () => `key-${process.pid}-${Date.now()}-${++keyCounter}`
 
-export async function buildTestApp(t: Test, env: Record<string, string> = {}): Promise<TestApi> {
+export async function buildTestApp(t: Test, env: Record<string, string> = {}, options: { now?: () => Date } = {}): Promise<TestApi> {
   const db = await createTestDatabase(t)
   const config = loadConfig({ API_KEYS: `${API_KEY},test-key-2`, APP_ENV: 'dev', LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '100000', ...env })
-  const app = await buildApp({ config, sql: db.sql, logger: false })
+  const app = await buildApp({ config, sql: db.sql, logger: false, now: options.now })
   t.teardown(() => app.close())
 
   const request: TestApi['request'] = async ({ key = API_KEY, ...options }) => {

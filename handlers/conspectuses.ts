@@ -1,0 +1,83 @@
+// createConspectus, listDueConspectuses, patchConspectus, reviewConspectus, getScheduleSummary.
+import { appError } from '../src/errors.js'
+import type { ConspectusContent } from '../src/repositories/conspectuses.js'
+import { FIRST_SLOT, nextReviewAt, nextSlot, type Slot } from '../src/schedule/leitner.js'
+import { requireOwner } from './owner.js'
+import { sendOutcome, type HandlerDeps, type ServiceHandlers } from './types.js'
+
+type ConspectusOperations = 'createConspectus' | 'listDueConspectuses' | 'patchConspectus' | 'reviewConspectus' | 'getScheduleSummary'
+
+const CONTENT_FIELDS = ['title', 'cue_sheet', 'dense_paragraph', 'bullets'] as const
+
+export function createConspectusHandlers({ db, idempotentWrite, now }: HandlerDeps): ServiceHandlers<ConspectusOperations> {
+  return {
+    async createConspectus(request, reply) {
+      const body = request.body
+      const outcome = await idempotentWrite('/api/v1/conspectuses', request.headers['idempotency-key'], body, async (repos) => {
+        const owner = await requireOwner(repos, body)
+        const at = now()
+        const conspectus = await repos.conspectuses.create(owner.client_uuid, {
+          title: body.title ?? null,
+          cue_sheet: body.cue_sheet,
+          dense_paragraph: body.dense_paragraph,
+          bullets: body.bullets,
+          slot: FIRST_SLOT,
+          next_review_at: nextReviewAt(at, FIRST_SLOT, owner.timezone),
+          created_at: at,
+        })
+        return { status: 201, body: conspectus }
+      })
+      return sendOutcome(reply, outcome)
+    },
+
+    async listDueConspectuses(request) {
+      const { system_user_id, system_uuid, as_of, limit } = request.query
+      const owner = await requireOwner(db.repos, { system_user_id, system_uuid })
+      return db.repos.conspectuses.listDue(owner.client_uuid, as_of ? new Date(as_of) : now(), limit ?? 50)
+    },
+
+    async patchConspectus(request, reply) {
+      const { conspectus_uuid } = request.params
+      const body = request.body
+      const content: ConspectusContent = {}
+      for (const field of CONTENT_FIELDS) if (body[field] !== undefined) (content as Record<string, unknown>)[field] = body[field]
+      if (Object.keys(content).length === 0) throw appError('CONSPECTUS_PATCH_BODY_EMPTY')
+      const scope = `PATCH /api/v1/conspectuses/${conspectus_uuid}`
+      const outcome = await idempotentWrite(scope, request.headers['idempotency-key'], body, async (repos) => {
+        const owner = await requireOwner(repos, body)
+        const updated = await repos.conspectuses.updateContent(owner.client_uuid, conspectus_uuid, content, now())
+        if (!updated) throw appError('CONSPECTUS_NOT_FOUND')
+        return { status: 200, body: updated }
+      })
+      return sendOutcome(reply, outcome)
+    },
+
+    async reviewConspectus(request, reply) {
+      const { conspectus_uuid } = request.params
+      const body = request.body
+      const scope = `/api/v1/conspectuses/${conspectus_uuid}/actions/review`
+      const outcome = await idempotentWrite(scope, request.headers['idempotency-key'], body, async (repos) => {
+        const owner = await requireOwner(repos, body)
+        const current = await repos.conspectuses.findForUpdate(owner.client_uuid, conspectus_uuid)
+        if (!current) throw appError('CONSPECTUS_NOT_FOUND')
+        const at = now()
+        const slot = nextSlot(current.slot as Slot, body.outcome)
+        const reviewed = await repos.conspectuses.recordReview(owner.client_uuid, conspectus_uuid, {
+          slot,
+          next_review_at: nextReviewAt(at, slot, owner.timezone),
+          reviewed_at: at,
+        })
+        return { status: 200, body: reviewed }
+      })
+      return sendOutcome(reply, outcome)
+    },
+
+    async getScheduleSummary(request) {
+      const { system_user_id, system_uuid, as_of } = request.query
+      const owner = await requireOwner(db.repos, { system_user_id, system_uuid })
+      const asOf = as_of ? new Date(as_of) : now()
+      const counts = await db.repos.conspectuses.scheduleCounts(owner.client_uuid, asOf)
+      return { system_user_id, system_uuid, as_of: asOf.toISOString(), ...counts }
+    },
+  }
+}

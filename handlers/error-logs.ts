@@ -1,0 +1,37 @@
+// createErrorLog and listErrorLogs.
+import { appError } from '../src/errors.js'
+import { decodeCursor, encodeCursor } from '../src/pagination/cursor.js'
+import { invalidQueryParameter } from '../src/validation/request-validation-error.js'
+import { requireOwner } from './owner.js'
+import { sendOutcome, type HandlerDeps, type ServiceHandlers } from './types.js'
+
+export function createErrorLogHandlers({ db, idempotentWrite }: HandlerDeps): ServiceHandlers<'createErrorLog' | 'listErrorLogs'> {
+  return {
+    async createErrorLog(request, reply) {
+      const body = request.body
+      const outcome = await idempotentWrite('/api/v1/errors', request.headers['idempotency-key'], body, async (repos) => {
+        const owner = await requireOwner(repos, body)
+        const conspectusUuid = body.conspectus_uuid ?? null
+        if (conspectusUuid && !(await repos.conspectuses.exists(owner.client_uuid, conspectusUuid))) {
+          throw appError('CONSPECTUS_NOT_FOUND')
+        }
+        const entry = await repos.errorLogs.create(owner.client_uuid, {
+          message: body.message,
+          conspectus_uuid: conspectusUuid,
+          context: body.context ?? null,
+        })
+        return { status: 201, body: entry }
+      })
+      return sendOutcome(reply, outcome)
+    },
+
+    async listErrorLogs(request) {
+      const { system_user_id, system_uuid, conspectus_uuid, limit, cursor } = request.query
+      const after = cursor === undefined ? undefined : decodeCursor(cursor)
+      if (after === null) throw invalidQueryParameter('cursor', cursor, 'is not a cursor this service issued')
+      const owner = await requireOwner(db.repos, { system_user_id, system_uuid })
+      const page = await db.repos.errorLogs.page(owner.client_uuid, { conspectusUuid: conspectus_uuid, after, limit: limit ?? 20 })
+      return { items: page.items, next_cursor: page.next ? encodeCursor(page.next) : null }
+    },
+  }
+}

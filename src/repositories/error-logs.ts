@@ -1,0 +1,52 @@
+// SQL for the learning-mistake log (table error_logs): newest first, keyset pages.
+import type { Db } from '../db/client.js'
+import type { components } from '../../generated/api.js'
+
+export type ErrorLog = components['schemas']['ErrorLogResponse']
+/** Position of a row in the (created_at desc, error_log_uuid desc) order. */
+export interface PagePosition {
+  created_at: string // exact, microseconds, UTC ISO 8601
+  error_log_uuid: string
+}
+
+export interface NewErrorLog {
+  message: string
+  conspectus_uuid: string | null
+  context: Record<string, unknown> | null
+}
+
+export function createErrorLogRepository(db: Db) {
+  return {
+    async create(userId: string, entry: NewErrorLog): Promise<ErrorLog> {
+      const [row] = await db<ErrorLog[]>`
+        with inserted as (
+          insert into error_logs (user_id, conspectus_uuid, message, context)
+          values (${userId}, ${entry.conspectus_uuid}, ${entry.message}, ${entry.context === null ? null : db.json(entry.context as never)})
+          returning *
+        )
+        select i.error_log_uuid, u.system_user_id, u.system_uuid, i.conspectus_uuid, i.message, i.context, i.created_at
+        from inserted i join users u on u.client_uuid = i.user_id`
+      return row!
+    },
+
+    /** Up to `limit` rows after `after` (exclusive), plus the position of the last one. */
+    async page(userId: string, options: { conspectusUuid?: string; after?: PagePosition; limit: number }) {
+      const rows = await db<(ErrorLog & { position_ts: string })[]>`
+        select e.error_log_uuid, u.system_user_id, u.system_uuid, e.conspectus_uuid, e.message, e.context, e.created_at,
+               to_char(e.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as position_ts
+        from error_logs e join users u on u.client_uuid = e.user_id
+        where e.user_id = ${userId}
+          ${options.conspectusUuid ? db`and e.conspectus_uuid = ${options.conspectusUuid}` : db``}
+          ${options.after ? db`and (e.created_at, e.error_log_uuid) < (${options.after.created_at}::timestamptz, ${options.after.error_log_uuid}::uuid)` : db``}
+        order by e.created_at desc, e.error_log_uuid desc
+        limit ${options.limit + 1}`
+      const hasMore = rows.length > options.limit
+      const items = rows.slice(0, options.limit)
+      const last = items[items.length - 1]
+      const next: PagePosition | null = hasMore && last ? { created_at: last.position_ts, error_log_uuid: last.error_log_uuid } : null
+      return { items: items.map(({ position_ts: _omit, ...item }) => item), next }
+    },
+  }
+}
+
+export type ErrorLogRepository = ReturnType<typeof createErrorLogRepository>
