@@ -233,6 +233,83 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/telemetry/docs-search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ingest one docs-search telemetry event
+         * @description Stores one client-emitted event (append-only). Omitted optional fields take their
+         *     defaults (empty string, 0); `top_results` and `payload` are kept as sent. No
+         *     Idempotency-Key: telemetry is at-least-once. Browsers on the origins in `CORS_ORIGINS`
+         *     may call it cross-origin.
+         *
+         *     Business errors: none beyond the common ones (401, 413, 415, 422, 429).
+         */
+        post: operations["ingestDocsSearchEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/telemetry/docs-search/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ingest a batch of docs-search telemetry events
+         * @description Stores 1..500 events in one multi-row insert. Every event is validated before any is
+         *     stored: one bad event rejects the batch with 422, and each item's `loc` names the
+         *     event's index (for example `["body", "events", 3, "query_len"]`).
+         *
+         *     Business errors: none beyond the common ones (401, 413, 415, 422, 429).
+         */
+        post: operations["ingestDocsSearchEventBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/telemetry/docs-search/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Docs-search KPIs over a time window
+         * @description Aggregates the events with `now - window_minutes < emitted_at_ms <= now`:
+         *     `total_queries` counts `search_query` events, `zero_result_queries` those with
+         *     `results_count = 0`; `queries_with_click` counts distinct non-empty `query_id`s having a
+         *     `search_query` and at least one `search_result_click` event; rates divide by
+         *     `total_queries` (0 when it is 0). A query's first success is its smallest
+         *     `time_to_success_ms > 0`; median and p75 are nearest-rank percentiles of those (null when
+         *     there are none).
+         *
+         *     Business errors: none beyond the common ones (401, 422, 429).
+         */
+        get: operations["getDocsSearchTelemetryMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/live": {
         parameters: {
             query?: never;
@@ -754,6 +831,127 @@ export interface components {
             items: components["schemas"]["ErrorLogResponse"][];
             /** @description Opaque; pass it as `cursor` for the next page. Null on the last page. */
             next_cursor: string | null;
+        };
+        /**
+         * @description A client-emitted docs-search event. Omitted optional fields default to '' or 0.
+         * @example {
+         *       "event": "search_query",
+         *       "emitted_at_ms": 1795400000000,
+         *       "page_path": "/docs/getting-started",
+         *       "session_id": "s-1",
+         *       "query_id": "q-1",
+         *       "query_text": "rate limit",
+         *       "query_len": 10,
+         *       "tokens_count": 2,
+         *       "results_count": 7,
+         *       "latency_ms": 35,
+         *       "top_results": [
+         *         {
+         *           "url": "/docs/limits",
+         *           "rank": 1
+         *         }
+         *       ]
+         *     }
+         * @example {
+         *       "event": "search_result_click",
+         *       "emitted_at_ms": 1795400002000,
+         *       "query_id": "q-1",
+         *       "result_rank": 1,
+         *       "result_url": "/docs/limits",
+         *       "time_to_click_ms": 2000,
+         *       "time_to_success_ms": 2000,
+         *       "source": "mouse"
+         *     }
+         */
+        DocsSearchTelemetryIngestRequest: {
+            /** @description Event name, for example `search_query` or `search_result_click`. */
+            event: string;
+            /** @description Client time in epoch milliseconds. */
+            emitted_at_ms: number;
+            /** @default  */
+            page_path?: string;
+            /** @default  */
+            session_id?: string;
+            /** @default  */
+            query_id?: string;
+            /** @default  */
+            query_text?: string;
+            /** @default 0 */
+            query_len?: number;
+            /** @default 0 */
+            tokens_count?: number;
+            /** @default 0 */
+            results_count?: number;
+            /**
+             * @description 1-based rank of the clicked result.
+             * @default 0
+             */
+            result_rank?: number;
+            /**
+             * @description Relative docs URL.
+             * @default
+             */
+            result_url?: string;
+            /** @default 0 */
+            latency_ms?: number;
+            /** @default 0 */
+            time_to_success_ms?: number;
+            /** @default 0 */
+            time_to_click_ms?: number;
+            /**
+             * @description For example a mouse-click marker.
+             * @default
+             */
+            source?: string;
+            /** @description Free-form objects logged as impressions. */
+            top_results?: {
+                [key: string]: unknown;
+            }[];
+            /** @description Free-form extension fields, kept in the raw payload. */
+            payload?: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @example {
+         *       "events": [
+         *         {
+         *           "event": "search_query",
+         *           "emitted_at_ms": 1795400000000,
+         *           "query_id": "q-1",
+         *           "results_count": 0
+         *         }
+         *       ]
+         *     }
+         */
+        DocsSearchTelemetryBatchRequest: {
+            events: components["schemas"]["DocsSearchTelemetryIngestRequest"][];
+        };
+        DocsSearchTelemetryAccepted: {
+            /** @description Number of events stored. */
+            accepted: number;
+        };
+        /**
+         * @example {
+         *       "window_minutes": 60,
+         *       "total_queries": 200,
+         *       "zero_result_queries": 14,
+         *       "zero_result_rate": 0.07,
+         *       "queries_with_click": 120,
+         *       "query_ctr": 0.6,
+         *       "median_time_to_first_success_ms": 2400,
+         *       "p75_time_to_first_success_ms": 5100
+         *     }
+         */
+        DocsSearchTelemetryMetricsResponse: {
+            window_minutes: number;
+            total_queries: number;
+            zero_result_queries: number;
+            zero_result_rate: number;
+            queries_with_click: number;
+            query_ctr: number;
+            median_time_to_first_success_ms: number | null;
+            p75_time_to_first_success_ms: number | null;
         };
         /**
          * @example {
@@ -1515,6 +1713,126 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    ingestDocsSearchEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DocsSearchTelemetryIngestRequest"];
+            };
+        };
+        responses: {
+            /** @description The event was stored. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocsSearchTelemetryAccepted"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    ingestDocsSearchEventBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DocsSearchTelemetryBatchRequest"];
+            };
+        };
+        responses: {
+            /** @description All events were stored. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocsSearchTelemetryAccepted"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getDocsSearchTelemetryMetrics: {
+        parameters: {
+            query?: {
+                /** @description Aggregation horizon in minutes. */
+                window_minutes?: number;
+            };
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The KPIs; every field is present. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocsSearchTelemetryMetricsResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

@@ -824,6 +824,345 @@ export const errorCatalogue = [
       "*"
     ],
     "message": "The body must be a JSON object."
+  },
+  {
+    "code": "TELEMETRY_001",
+    "key": "TELEMETRY_EVENT_REQUIRED",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "event",
+    "on": [
+      "required"
+    ],
+    "message": "event is required."
+  },
+  {
+    "code": "TELEMETRY_002",
+    "key": "TELEMETRY_EVENT_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "event",
+    "on": [
+      "*"
+    ],
+    "message": "event must be a string of 1 to 64 characters."
+  },
+  {
+    "code": "TELEMETRY_003",
+    "key": "TELEMETRY_EMITTED_AT_MS_REQUIRED",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "emitted_at_ms",
+    "on": [
+      "required"
+    ],
+    "message": "emitted_at_ms is required."
+  },
+  {
+    "code": "TELEMETRY_004",
+    "key": "TELEMETRY_EMITTED_AT_MS_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "emitted_at_ms",
+    "on": [
+      "*"
+    ],
+    "message": "emitted_at_ms must be an integer >= 0 (epoch milliseconds)."
+  },
+  {
+    "code": "TELEMETRY_005",
+    "key": "TELEMETRY_PAGE_PATH_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "page_path",
+    "on": [
+      "*"
+    ],
+    "message": "page_path must be a string of at most 512 characters."
+  },
+  {
+    "code": "TELEMETRY_006",
+    "key": "TELEMETRY_SESSION_ID_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "session_id",
+    "on": [
+      "*"
+    ],
+    "message": "session_id must be a string of at most 128 characters."
+  },
+  {
+    "code": "TELEMETRY_007",
+    "key": "TELEMETRY_QUERY_ID_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "query_id",
+    "on": [
+      "*"
+    ],
+    "message": "query_id must be a string of at most 128 characters."
+  },
+  {
+    "code": "TELEMETRY_008",
+    "key": "TELEMETRY_QUERY_TEXT_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "query_text",
+    "on": [
+      "*"
+    ],
+    "message": "query_text must be a string of at most 1024 characters."
+  },
+  {
+    "code": "TELEMETRY_009",
+    "key": "TELEMETRY_QUERY_LEN_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "query_len",
+    "on": [
+      "*"
+    ],
+    "message": "query_len must be an integer from 0 to 1024."
+  },
+  {
+    "code": "TELEMETRY_010",
+    "key": "TELEMETRY_TOKENS_COUNT_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "tokens_count",
+    "on": [
+      "*"
+    ],
+    "message": "tokens_count must be an integer from 0 to 128."
+  },
+  {
+    "code": "TELEMETRY_011",
+    "key": "TELEMETRY_RESULTS_COUNT_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "results_count",
+    "on": [
+      "*"
+    ],
+    "message": "results_count must be an integer from 0 to 10000."
+  },
+  {
+    "code": "TELEMETRY_012",
+    "key": "TELEMETRY_RESULT_RANK_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "result_rank",
+    "on": [
+      "*"
+    ],
+    "message": "result_rank must be an integer from 0 to 10000."
+  },
+  {
+    "code": "TELEMETRY_013",
+    "key": "TELEMETRY_RESULT_URL_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "result_url",
+    "on": [
+      "*"
+    ],
+    "message": "result_url must be a string of at most 1024 characters."
+  },
+  {
+    "code": "TELEMETRY_014",
+    "key": "TELEMETRY_LATENCY_MS_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "latency_ms",
+    "on": [
+      "*"
+    ],
+    "message": "latency_ms must be an integer from 0 to 60000."
+  },
+  {
+    "code": "TELEMETRY_015",
+    "key": "TELEMETRY_TIME_TO_SUCCESS_MS_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "time_to_success_ms",
+    "on": [
+      "*"
+    ],
+    "message": "time_to_success_ms must be an integer from 0 to 86400000."
+  },
+  {
+    "code": "TELEMETRY_016",
+    "key": "TELEMETRY_TIME_TO_CLICK_MS_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "time_to_click_ms",
+    "on": [
+      "*"
+    ],
+    "message": "time_to_click_ms must be an integer from 0 to 86400000."
+  },
+  {
+    "code": "TELEMETRY_017",
+    "key": "TELEMETRY_SOURCE_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "source",
+    "on": [
+      "*"
+    ],
+    "message": "source must be a string of at most 64 characters."
+  },
+  {
+    "code": "TELEMETRY_018",
+    "key": "TELEMETRY_TOP_RESULTS_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "top_results",
+    "on": [
+      "*"
+    ],
+    "message": "top_results must be an array of objects."
+  },
+  {
+    "code": "TELEMETRY_019",
+    "key": "TELEMETRY_PAYLOAD_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "payload",
+    "on": [
+      "*"
+    ],
+    "message": "payload must be a JSON object."
+  },
+  {
+    "code": "TELEMETRY_020",
+    "key": "TELEMETRY_UNKNOWN_FIELD",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "*",
+    "on": [
+      "additionalProperties"
+    ],
+    "message": "The body contains a property that is not part of the schema."
+  },
+  {
+    "code": "TELEMETRY_021",
+    "key": "TELEMETRY_BODY_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": [
+      "telemetry_event",
+      "telemetry_batch"
+    ],
+    "field": "*",
+    "on": [
+      "*"
+    ],
+    "message": "The body must be a JSON object."
+  },
+  {
+    "code": "TELEMETRY_022",
+    "key": "TELEMETRY_BATCH_EVENTS_REQUIRED",
+    "status": 422,
+    "source": "validation",
+    "group": "telemetry_batch",
+    "field": "events",
+    "on": [
+      "required"
+    ],
+    "message": "events is required."
+  },
+  {
+    "code": "TELEMETRY_023",
+    "key": "TELEMETRY_BATCH_EVENTS_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "telemetry_batch",
+    "field": "events",
+    "on": [
+      "*"
+    ],
+    "message": "events must be an array of 1 to 500 event objects."
   }
 ] as const
 

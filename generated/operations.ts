@@ -248,6 +248,64 @@ export const operations = {
       "503": "ServiceUnavailable"
     }
   },
+  "ingestDocsSearchEvent": {
+    "method": "POST",
+    "path": "/api/v1/telemetry/docs-search",
+    "url": "/api/v1/telemetry/docs-search",
+    "bodySchema": "DocsSearchTelemetryIngestRequest",
+    "validationGroup": "telemetry_event",
+    "idempotent": false,
+    "public": false,
+    "served": true,
+    "responses": {
+      "202": null,
+      "401": "Unauthorized",
+      "413": "PayloadTooLarge",
+      "415": "UnsupportedMediaType",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "ingestDocsSearchEventBatch": {
+    "method": "POST",
+    "path": "/api/v1/telemetry/docs-search/batch",
+    "url": "/api/v1/telemetry/docs-search/batch",
+    "bodySchema": "DocsSearchTelemetryBatchRequest",
+    "validationGroup": "telemetry_batch",
+    "idempotent": false,
+    "public": false,
+    "served": true,
+    "responses": {
+      "202": null,
+      "401": "Unauthorized",
+      "413": "PayloadTooLarge",
+      "415": "UnsupportedMediaType",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "getDocsSearchTelemetryMetrics": {
+    "method": "GET",
+    "path": "/api/v1/telemetry/docs-search/metrics",
+    "url": "/api/v1/telemetry/docs-search/metrics",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "served": true,
+    "responses": {
+      "200": null,
+      "401": "Unauthorized",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
   "getLive": {
     "method": "GET",
     "path": "/live",

@@ -975,6 +975,259 @@ export const schemas = {
       }
     }
   },
+  "DocsSearchTelemetryIngestRequest": {
+    "$id": "https://study-service/schemas/DocsSearchTelemetryIngestRequest",
+    "type": "object",
+    "required": [
+      "event",
+      "emitted_at_ms"
+    ],
+    "additionalProperties": false,
+    "description": "A client-emitted docs-search event. Omitted optional fields default to '' or 0.",
+    "properties": {
+      "event": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 64,
+        "description": "Event name, for example `search_query` or `search_result_click`."
+      },
+      "emitted_at_ms": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Client time in epoch milliseconds."
+      },
+      "page_path": {
+        "type": "string",
+        "maxLength": 512,
+        "default": ""
+      },
+      "session_id": {
+        "type": "string",
+        "maxLength": 128,
+        "default": ""
+      },
+      "query_id": {
+        "type": "string",
+        "maxLength": 128,
+        "default": ""
+      },
+      "query_text": {
+        "type": "string",
+        "maxLength": 1024,
+        "default": ""
+      },
+      "query_len": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 1024,
+        "default": 0
+      },
+      "tokens_count": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 128,
+        "default": 0
+      },
+      "results_count": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 10000,
+        "default": 0
+      },
+      "result_rank": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 10000,
+        "default": 0,
+        "description": "1-based rank of the clicked result."
+      },
+      "result_url": {
+        "type": "string",
+        "maxLength": 1024,
+        "default": "",
+        "description": "Relative docs URL."
+      },
+      "latency_ms": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 60000,
+        "default": 0
+      },
+      "time_to_success_ms": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 86400000,
+        "default": 0
+      },
+      "time_to_click_ms": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 86400000,
+        "default": 0
+      },
+      "source": {
+        "type": "string",
+        "maxLength": 64,
+        "default": "",
+        "description": "For example a mouse-click marker."
+      },
+      "top_results": {
+        "type": "array",
+        "description": "Free-form objects logged as impressions.",
+        "items": {
+          "type": "object",
+          "additionalProperties": true
+        }
+      },
+      "payload": {
+        "type": "object",
+        "additionalProperties": true,
+        "description": "Free-form extension fields, kept in the raw payload."
+      }
+    },
+    "examples": [
+      {
+        "event": "search_query",
+        "emitted_at_ms": 1795400000000,
+        "page_path": "/docs/getting-started",
+        "session_id": "s-1",
+        "query_id": "q-1",
+        "query_text": "rate limit",
+        "query_len": 10,
+        "tokens_count": 2,
+        "results_count": 7,
+        "latency_ms": 35,
+        "top_results": [
+          {
+            "url": "/docs/limits",
+            "rank": 1
+          }
+        ]
+      },
+      {
+        "event": "search_result_click",
+        "emitted_at_ms": 1795400002000,
+        "query_id": "q-1",
+        "result_rank": 1,
+        "result_url": "/docs/limits",
+        "time_to_click_ms": 2000,
+        "time_to_success_ms": 2000,
+        "source": "mouse"
+      }
+    ]
+  },
+  "DocsSearchTelemetryBatchRequest": {
+    "$id": "https://study-service/schemas/DocsSearchTelemetryBatchRequest",
+    "type": "object",
+    "required": [
+      "events"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "events": {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": 500,
+        "items": {
+          "$ref": "https://study-service/schemas/DocsSearchTelemetryIngestRequest"
+        }
+      }
+    },
+    "examples": [
+      {
+        "events": [
+          {
+            "event": "search_query",
+            "emitted_at_ms": 1795400000000,
+            "query_id": "q-1",
+            "results_count": 0
+          }
+        ]
+      }
+    ]
+  },
+  "DocsSearchTelemetryAccepted": {
+    "$id": "https://study-service/schemas/DocsSearchTelemetryAccepted",
+    "type": "object",
+    "required": [
+      "accepted"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "accepted": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 500,
+        "description": "Number of events stored."
+      }
+    }
+  },
+  "DocsSearchTelemetryMetricsResponse": {
+    "$id": "https://study-service/schemas/DocsSearchTelemetryMetricsResponse",
+    "type": "object",
+    "required": [
+      "window_minutes",
+      "total_queries",
+      "zero_result_queries",
+      "zero_result_rate",
+      "queries_with_click",
+      "query_ctr",
+      "median_time_to_first_success_ms",
+      "p75_time_to_first_success_ms"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "window_minutes": {
+        "type": "integer",
+        "minimum": 1
+      },
+      "total_queries": {
+        "type": "integer",
+        "minimum": 0
+      },
+      "zero_result_queries": {
+        "type": "integer",
+        "minimum": 0
+      },
+      "zero_result_rate": {
+        "type": "number",
+        "minimum": 0,
+        "maximum": 1
+      },
+      "queries_with_click": {
+        "type": "integer",
+        "minimum": 0
+      },
+      "query_ctr": {
+        "type": "number",
+        "minimum": 0
+      },
+      "median_time_to_first_success_ms": {
+        "type": [
+          "integer",
+          "null"
+        ]
+      },
+      "p75_time_to_first_success_ms": {
+        "type": [
+          "integer",
+          "null"
+        ]
+      }
+    },
+    "examples": [
+      {
+        "window_minutes": 60,
+        "total_queries": 200,
+        "zero_result_queries": 14,
+        "zero_result_rate": 0.07,
+        "queries_with_click": 120,
+        "query_ctr": 0.6,
+        "median_time_to_first_success_ms": 2400,
+        "p75_time_to_first_success_ms": 5100
+      }
+    ]
+  },
   "LiveResponse": {
     "$id": "https://study-service/schemas/LiveResponse",
     "type": "object",

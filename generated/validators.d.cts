@@ -7,3 +7,5 @@ export declare const ConspectusCreateRequest: ValidateFunction
 export declare const ConspectusPatchRequest: ValidateFunction
 export declare const ConspectusReviewRequest: ValidateFunction
 export declare const ErrorLogCreateRequest: ValidateFunction
+export declare const DocsSearchTelemetryIngestRequest: ValidateFunction
+export declare const DocsSearchTelemetryBatchRequest: ValidateFunction

@@ -2,6 +2,7 @@
 import { createConspectusHandlers } from './conspectuses.js'
 import { createErrorLogHandlers } from './error-logs.js'
 import { createProbeHandlers } from './probes.js'
+import { createTelemetryHandlers } from './telemetry.js'
 import type { HandlerDeps } from './types.js'
 import { createUserHandlers } from './users.js'
 
@@ -10,6 +11,7 @@ export function createServiceHandlers(deps: HandlerDeps) {
     ...createUserHandlers(deps),
     ...createConspectusHandlers(deps),
     ...createErrorLogHandlers(deps),
+    ...createTelemetryHandlers(deps),
     ...createProbeHandlers(deps),
   }
 }

@@ -14,6 +14,7 @@ import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import requestLogPlugin from './plugins/request-log.js'
 import docsPlugin from './plugins/docs.js'
+import corsPlugin from './plugins/cors.js'
 import routesPlugin from './plugins/routes.js'
 
 export interface AppOptions {
@@ -61,6 +62,7 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   await app.register(metricsPlugin)
   await app.register(databasePlugin, { sql })
   await app.register(idempotencyPurgePlugin)
+  await app.register(corsPlugin)
   await app.register(authPlugin)
   await app.register(rateLimitPlugin)
   await app.register(docsPlugin)

@@ -39,5 +39,5 @@ export const appError = (key: ErrorKey, headers?: Record<string, string>) => new
 
 /** Validation entries of one group (the operation's x-validation-group). */
 export function validationEntries(group: string): CatalogueEntry[] {
-  return errorCatalogue.filter((e) => 'group' in e && e.group === group)
+  return errorCatalogue.filter((e) => 'group' in e && ([] as readonly string[]).concat(e.group).includes(group))
 }

@@ -4,6 +4,7 @@ import type { Db } from '../db/client.js'
 import { createConspectusRepository } from './conspectuses.js'
 import { createErrorLogRepository } from './error-logs.js'
 import { createIdempotencyRepository } from './idempotency.js'
+import { createTelemetryRepository } from './telemetry.js'
 import { createUserRepository } from './users.js'
 
 export type ObserveDbOperation = (operation: string, seconds: number) => void
@@ -34,6 +35,7 @@ export function createRepositories(db: Db, observe: ObserveDbOperation) {
     idempotency: instrument('idempotency', createIdempotencyRepository(db), observe),
     conspectuses: instrument('conspectuses', createConspectusRepository(db), observe),
     errorLogs: instrument('errorLogs', createErrorLogRepository(db), observe),
+    telemetry: instrument('telemetry', createTelemetryRepository(db), observe),
   }
 }
 

@@ -32,7 +32,7 @@ function nodes(plan: PlanNode): PlanNode[] {
 }
 async function explain(query: string) {
   const [row] = await sql.unsafe(`explain (format json) ${query}`)
-  return nodes((row as { 'QUERY PLAN': [{ Plan: PlanNode }] })['QUERY PLAN'][0].Plan)
+  return nodes((row as unknown as { 'QUERY PLAN': [{ Plan: PlanNode }] })['QUERY PLAN'][0].Plan)
 }
 
 t.test('the due list reads a range of the conspectuses_due index', async (t) => {
