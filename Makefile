@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: run dev test generate check-generated typecheck lint migrate build bench contract clean
+.PHONY: run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
 
 NPM_STAMP := node_modules/.package-lock.json
 
@@ -40,6 +40,10 @@ lint: typecheck
 ## Applies pending migrations to DATABASE_URL.
 migrate: node_modules
 	npm run migrate
+
+## Telemetry figures: batch ingest events/s and the metrics query over 1M events.
+bench-telemetry: node_modules
+	npx tsx bench/telemetry.ts
 
 clean:
 	rm -rf dist .tap coverage

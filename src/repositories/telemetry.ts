@@ -38,38 +38,39 @@ export function createTelemetryRepository(db: Db) {
       return rows.length
     },
 
-    /** Every KPI of the window (fromMs, toMs] in one round trip. */
+    /**
+     * Every KPI of the window (fromMs, toMs] in one round trip and one scan: events are grouped
+     * by query_id once (the '' group carries the queries without an id, which count as queries
+     * but never as clicked or successful), then the groups are summed.
+     */
     async metrics(fromMs: number, toMs: number): Promise<Omit<DocsSearchMetrics, 'window_minutes'>> {
       const [row] = await db<Omit<DocsSearchMetrics, 'window_minutes'>[]>`
-        with w as materialized (
-          select event, query_id, results_count, time_to_success_ms
+        with per_query as (
+          select query_id,
+                 count(*) filter (where event = 'search_query') as queries,
+                 count(*) filter (where event = 'search_query' and results_count = 0) as zero_results,
+                 bool_or(event = 'search_result_click') as has_click,
+                 min(time_to_success_ms) filter (where time_to_success_ms > 0) as first_success_ms
           from docs_search_events
           where emitted_at_ms > ${fromMs} and emitted_at_ms <= ${toMs}
+          group by query_id
         ),
-        queries as (
-          select count(*)::int as total, count(*) filter (where results_count = 0)::int as zero
-          from w where event = 'search_query'
-        ),
-        per_query as (
-          select query_id,
-                 bool_or(event = 'search_query') and bool_or(event = 'search_result_click') as clicked,
-                 min(time_to_success_ms) filter (where time_to_success_ms > 0) as first_success_ms
-          from w where query_id <> '' group by query_id
-        ),
-        outcomes as (
-          select count(*) filter (where clicked)::int as clicked,
-                 percentile_disc(0.5) within group (order by first_success_ms) as median,
-                 percentile_disc(0.75) within group (order by first_success_ms) as p75
+        totals as (
+          select coalesce(sum(queries), 0)::int as total,
+                 coalesce(sum(zero_results), 0)::int as zero,
+                 (count(*) filter (where query_id <> '' and queries > 0 and has_click))::int as clicked,
+                 percentile_disc(0.5) within group (order by first_success_ms) filter (where query_id <> '') as median,
+                 percentile_disc(0.75) within group (order by first_success_ms) filter (where query_id <> '') as p75
           from per_query
         )
-        select q.total as total_queries,
-               q.zero as zero_result_queries,
-               case when q.total = 0 then 0 else q.zero::float8 / q.total end as zero_result_rate,
-               o.clicked as queries_with_click,
-               case when q.total = 0 then 0 else o.clicked::float8 / q.total end as query_ctr,
-               o.median as median_time_to_first_success_ms,
-               o.p75 as p75_time_to_first_success_ms
-        from queries q, outcomes o`
+        select total as total_queries,
+               zero as zero_result_queries,
+               case when total = 0 then 0 else zero::float8 / total end as zero_result_rate,
+               clicked as queries_with_click,
+               case when total = 0 then 0 else clicked::float8 / total end as query_ctr,
+               median as median_time_to_first_success_ms,
+               p75 as p75_time_to_first_success_ms
+        from totals`
       return row!
     },
   }
