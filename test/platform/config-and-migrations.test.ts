@@ -28,7 +28,8 @@ t.test('bad values stop the start with a one-line message', async (t) => {
 
 t.test('replicas migrating at once apply every file exactly once', async (t) => {
   const db = await createTestDatabase(t)
-  await db.sql`drop table users, idempotency_records, schema_migrations`
+  await db.sql`drop schema public cascade`
+  await db.sql`create schema public`
   const replicas = [createClient(db.url, { max: 1 }), createClient(db.url, { max: 1 }), createClient(db.url, { max: 1 })]
   t.teardown(() => Promise.all(replicas.map((s) => s.end())))
   const applied = await Promise.all(replicas.map((sql) => migrate(sql)))
