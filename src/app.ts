@@ -14,6 +14,7 @@ import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import requestLogPlugin from './plugins/request-log.js'
 import docsPlugin from './plugins/docs.js'
+import jsonBodyPlugin from './plugins/json-body.js'
 import corsPlugin from './plugins/cors.js'
 import routesPlugin from './plugins/routes.js'
 
@@ -56,6 +57,7 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   app.removeContentTypeParser('text/plain')
 
   await app.register(configPlugin, { config })
+  await app.register(jsonBodyPlugin)
   await app.register(requestIdPlugin)
   await app.register(requestLogPlugin)
   await app.register(errorHandlerPlugin)
