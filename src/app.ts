@@ -15,6 +15,7 @@ import rateLimitPlugin from './plugins/rate-limit.js'
 import requestLogPlugin from './plugins/request-log.js'
 import docsPlugin from './plugins/docs.js'
 import jsonBodyPlugin from './plugins/json-body.js'
+import jsonOnlyBodiesPlugin from './plugins/json-only-bodies.js'
 import corsPlugin from './plugins/cors.js'
 import routesPlugin from './plugins/routes.js'
 
@@ -41,8 +42,10 @@ export function loggerOptions(config: Config) {
 }
 
 export async function buildApp({ config, sql, logger, now }: AppOptions): Promise<FastifyInstance> {
+  // A ready-made pino instance (tests capture lines) goes in as loggerInstance.
+  const isInstance = typeof (logger as { info?: unknown } | undefined)?.info === 'function'
   const app: FastifyInstance = Fastify({
-    logger: (logger === undefined ? loggerOptions(config) : logger) as boolean,
+    ...(isInstance ? { loggerInstance: logger as never } : { logger: (logger === undefined ? loggerOptions(config) : logger) as boolean }),
     bodyLimit: config.bodyLimitBytes,
     genReqId: requestIdFrom,
     requestIdHeader: false,
@@ -58,6 +61,7 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
 
   await app.register(configPlugin, { config })
   await app.register(jsonBodyPlugin)
+  await app.register(jsonOnlyBodiesPlugin)
   await app.register(requestIdPlugin)
   await app.register(requestLogPlugin)
   await app.register(errorHandlerPlugin)

@@ -59,10 +59,10 @@ export default fp(
       }
 
       if (isDatabaseUnavailable(error)) {
-        request.log.warn({ err: safeErrorFields(error) }, 'database unavailable')
+        request.log.warn({ err: error }, 'database unavailable')
         return sendError(reply, appError('SERVICE_UNAVAILABLE', { 'retry-after': RETRY_AFTER_SECONDS }))
       }
-      request.log.error({ err: safeErrorFields(error) }, 'unexpected error')
+      request.log.error({ err: error }, 'unexpected error')
       return sendError(reply, appError('INTERNAL_ERROR'))
     })
 

@@ -1,5 +1,4 @@
 import fp from 'fastify-plugin'
-import { safeErrorFields } from './error-handler.js'
 
 /** Deletes expired idempotency records in small batches, every few minutes, in every replica. */
 export default fp<{ intervalMs?: number }>(
@@ -8,7 +7,7 @@ export default fp<{ intervalMs?: number }>(
       try {
         while ((await fastify.db.repos.idempotency.purgeExpired(1000)) === 1000);
       } catch (err) {
-        fastify.log.warn({ err: safeErrorFields(err) }, 'idempotency purge failed')
+        fastify.log.warn({ err }, 'idempotency purge failed')
       }
     }
     const timer = setInterval(purge, intervalMs)
