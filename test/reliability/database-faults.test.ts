@@ -1,0 +1,62 @@
+// PostgreSQL stops while the service runs: readiness drops, business routes answer 503 with
+// Retry-After within a bounded time, liveness stays up; PostgreSQL returns and the service
+// recovers without a restart.
+import t from 'tap'
+import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { createClient } from '../../src/db/client.js'
+import { migrate } from '../../src/db/migrate.js'
+import { startPrivatePostgres } from '../helpers/private-postgres.js'
+
+const port = 55400 + Math.floor(Math.random() * 100)
+const pg = startPrivatePostgres(t, port)
+const sql = createClient(pg.url, { max: 4, connectTimeout: 2 })
+t.teardown(() => sql.end({ timeout: 1 }))
+await migrate(sql)
+const app = await buildApp({ config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent' }), sql, logger: false })
+t.teardown(() => app.close())
+const headers = { 'x-api-key': 'k' }
+const owner = { system_user_id: 'fault', system_uuid: randomUUID() }
+const userUrl = `/api/v1/user/${owner.system_uuid}/${owner.system_user_id}`
+
+t.test('the database goes away and comes back', async (t) => {
+  const created = await app.inject({ method: 'POST', url: '/api/v1/user', headers: { ...headers, 'idempotency-key': 'before' }, payload: { ...owner, full_name: 'F' } })
+  t.equal(created.statusCode, 201)
+
+  pg.stop()
+
+  const started = Date.now()
+  const ready = await app.inject({ method: 'GET', url: '/ready' })
+  t.equal(ready.statusCode, 503)
+  t.match(ready.json(), { status: 'not_ready', checks: { database: 'unavailable' }, db_latency_ms: null })
+  t.ok(Date.now() - started < 3000, 'readiness answers within its timeout')
+
+  for (const request of [
+    { method: 'GET' as const, url: userUrl, headers },
+    { method: 'POST' as const, url: '/api/v1/user', headers: { ...headers, 'idempotency-key': 'during' }, payload: { ...owner, system_user_id: 'other', full_name: 'G' } },
+  ]) {
+    const t0 = Date.now()
+    const res = await app.inject(request)
+    t.equal(res.statusCode, 503, `${request.method} answers 503`)
+    t.same(res.json(), { code: 'COMMON_503', key: 'SERVICE_UNAVAILABLE', message: 'The service is temporarily unavailable; retry later.', source: 'internal' })
+    t.equal(res.headers['retry-after'], '5')
+    t.ok(Date.now() - t0 < 6000, 'bounded by the connect timeout, no hang')
+  }
+  t.equal((await app.inject({ method: 'GET', url: '/live' })).statusCode, 200, 'liveness is unaffected')
+
+  pg.start()
+
+  let recovered = false
+  for (let i = 0; i < 30 && !recovered; i++) {
+    recovered = (await app.inject({ method: 'GET', url: '/ready' })).statusCode === 200
+    if (!recovered) await sleep(500)
+  }
+  t.ok(recovered, 'ready again without a restart')
+  const read = await app.inject({ method: 'GET', url: userUrl, headers })
+  t.equal(read.statusCode, 200)
+  t.equal(read.json().full_name, 'F', 'the write acknowledged before the outage is there')
+  const retried = await app.inject({ method: 'POST', url: '/api/v1/user', headers: { ...headers, 'idempotency-key': 'during' }, payload: { ...owner, system_user_id: 'other', full_name: 'G' } })
+  t.equal(retried.statusCode, 201, 'the write refused during the outage can be retried with its key')
+})
