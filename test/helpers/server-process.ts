@@ -1,0 +1,39 @@
+// Runs the real server (src/server.ts) as a child process, for signal and crash tests.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { Test } from 'tap'
+import { projectRoot } from '../../src/paths.js'
+
+export interface ServerProcess {
+  base: string
+  child: ChildProcess
+  exited: Promise<number | null>
+  output: () => string
+}
+
+export async function startServer(t: Test, env: Record<string, string>): Promise<ServerProcess> {
+  const port = env.PORT ?? String(3400 + Math.floor(Math.random() * 100))
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: projectRoot,
+    env: { ...process.env, LOG_LEVEL: 'warn', API_KEYS: 'k', ...env, PORT: port, HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let log = ''
+  child.stdout!.on('data', (d) => (log += d))
+  child.stderr!.on('data', (d) => (log += d))
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  })
+  const base = `http://127.0.0.1:${port}`
+  for (let i = 0; i < 100; i++) {
+    if (child.exitCode !== null) throw new Error(`server exited early: ${log}`)
+    try {
+      if ((await fetch(`${base}/live`)).ok) return { base, child, exited, output: () => log }
+    } catch {
+      // not listening yet
+    }
+    await sleep(100)
+  }
+  throw new Error(`server did not start: ${log}`)
+}
