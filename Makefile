@@ -35,7 +35,9 @@ check-generated: generate
 typecheck: node_modules
 	npm run typecheck
 
-lint: typecheck
+## Type-check, Biome on the code, Redocly and Spectral on the contract.
+lint: node_modules
+	npm run lint
 
 ## Applies pending migrations to DATABASE_URL.
 migrate: node_modules

@@ -42,6 +42,6 @@ try {
   await main(loadConfig())
 } catch (err) {
   const message = err instanceof ConfigError ? `configuration error: ${err.message}` : `start failed: ${(err as Error).message}`
-  process.stderr.write(message + '\n')
+  process.stderr.write(`${message}\n`)
   process.exit(1)
 }

@@ -94,7 +94,7 @@ const schemas = Object.fromEntries(
 )
 await writeFile(
   path.join(out, 'schemas.ts'),
-  banner + `export const schemaId = (name: string) => \`https://study-service/schemas/\${name}\`\n\nexport const schemas = ${JSON.stringify(schemas, null, 2)} as const\n`,
+  `${banner}export const schemaId = (name: string) => \`https://study-service/schemas/\${name}\`\n\nexport const schemas = ${JSON.stringify(schemas, null, 2)} as const\n`,
 )
 
 // 5. Standalone validators for every request body schema
@@ -112,7 +112,7 @@ addFormats.default(ajv)
 addProjectFormats(ajv)
 for (const s of Object.values(schemas)) ajv.addSchema(s as object)
 const code = standaloneCode.default(ajv, Object.fromEntries(bodySchemas.map((n) => [n, schemaId(n)])))
-await writeFile(path.join(out, 'validators.cjs'), banner + code + '\n')
+await writeFile(path.join(out, 'validators.cjs'), `${banner + code}\n`)
 await writeFile(
   path.join(out, 'validators.d.cts'),
   banner +

@@ -66,7 +66,7 @@ export default fp(
       return sendError(reply, appError('INTERNAL_ERROR'))
     })
 
-    fastify.setNotFoundHandler((request, reply) => sendError(reply, appError('ROUTE_NOT_FOUND')))
+    fastify.setNotFoundHandler((_request, reply) => sendError(reply, appError('ROUTE_NOT_FOUND')))
   },
   { name: 'error-handler' },
 )

@@ -28,7 +28,7 @@ const routes: Route[] = []
 for (const [template, item] of Object.entries<any>(spec.paths)) {
   for (const method of ['get', 'post', 'put', 'patch', 'delete']) {
     if (!item[method]) continue
-    const regex = new RegExp('^' + template.replace(/{\w+}/g, '[^/]+') + '$')
+    const regex = new RegExp(`^${template.replace(/{\w+}/g, '[^/]+')}$`)
     routes.push({ method: method.toUpperCase(), template, regex, params: (template.match(/{/g) ?? []).length, operation: item[method] })
   }
 }

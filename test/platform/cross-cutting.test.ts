@@ -89,7 +89,7 @@ t.test('unknown routes are 404 COMMON_404 with a request id', async (t) => {
 
 t.test('an API key is accepted only as the exact configured string', async (t) => {
   const api = await buildTestApp(t)
-  for (const key of [API_KEY + ' ', API_KEY.toUpperCase(), API_KEY.slice(0, -1)]) {
+  for (const key of [`${API_KEY} `, API_KEY.toUpperCase(), API_KEY.slice(0, -1)]) {
     t.equal((await api.request({ method: 'GET', url: `/api/v1/user/${randomUUID()}/x`, key })).statusCode, 401, JSON.stringify(key))
   }
 })

@@ -47,8 +47,8 @@ t.test('/metrics exposes request counts and durations by route template, and db 
   await api.get(`/api/v1/user/${systemUuid}/metric-user`)
   const text = (await api.get('/metrics')).body
   const template = 'path_template="/api/v1/user/{system_uuid}/{system_user_id}"'
-  t.match(text, new RegExp(`http_requests_total\\{method="GET",${escape(template)},status="404"\\} 1`))
-  t.match(text, new RegExp(`http_request_duration_seconds_count\\{method="GET",${escape(template)},status="404"\\} 1`))
+  t.match(text, new RegExp(`http_requests_total\\{method="GET",${escapeRegExp(template)},status="404"\\} 1`))
+  t.match(text, new RegExp(`http_request_duration_seconds_count\\{method="GET",${escapeRegExp(template)},status="404"\\} 1`))
   t.match(text, /db_operation_duration_seconds_count\{operation="users.findByKey"\} 1/)
   t.notMatch(text, systemUuid, 'no concrete path in labels')
 })
@@ -64,6 +64,6 @@ t.test('/openapi.json is the YAML contract unchanged and /docs renders it', asyn
   t.match(docs.headers['content-type'], /text\/html/)
 })
 
-function escape(s: string) {
+function escapeRegExp(s: string) {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 }

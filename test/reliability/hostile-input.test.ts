@@ -10,11 +10,11 @@ const json = (payload: string, extra: Record<string, string> = {}) =>
 const stillUp = async (t: Test) => t.equal((await api.get('/live')).statusCode, 200, 'process still answers')
 
 t.test('deeply nested JSON is a 422, not a stack overflow', async (t) => {
-  const deep = '{"system_user_id":"a","system_uuid":"' + randomUUID() + '","full_name":"x","username":' + '['.repeat(20_000) + ']'.repeat(20_000) + '}'
+  const deep = `{"system_user_id":"a","system_uuid":"${randomUUID()}","full_name":"x","username":${'['.repeat(20_000)}${']'.repeat(20_000)}}`
   const res = await json(deep)
   t.equal(res.statusCode, 422)
   t.equal(res.json().errors[0].code, 'USER_013')
-  const cue = await api.post('/api/v1/conspectuses', { system_user_id: 'a', system_uuid: randomUUID(), cue_sheet: JSON.parse('{"a":' + '{"a":'.repeat(100) + '1' + '}'.repeat(101)), dense_paragraph: 'p', bullets: [] })
+  const cue = await api.post('/api/v1/conspectuses', { system_user_id: 'a', system_uuid: randomUUID(), cue_sheet: JSON.parse(`{"a":${'{"a":'.repeat(100)}1${'}'.repeat(101)}`), dense_paragraph: 'p', bullets: [] })
   t.equal(cue.statusCode, 422)
   await stillUp(t)
 })

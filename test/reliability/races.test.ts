@@ -54,7 +54,7 @@ const cases: RaceCase[] = [
       const url = `/api/v1/user/${owner.system_uuid}/${owner.system_user_id}`
       return {
         method: 'PATCH', url, body: (v) => ({ username: `patched-${v}` }),
-        effect: async () => (await sql`select count(*)::int as n from idempotency_records where scope = ${'PATCH ' + url}`)[0]!.n,
+        effect: async () => (await sql`select count(*)::int as n from idempotency_records where scope = ${`PATCH ${url}`}`)[0]!.n,
         expected: 1,
       }
     },

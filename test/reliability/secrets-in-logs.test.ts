@@ -21,11 +21,11 @@ t.test('secrets are redacted from every log line', async (t) => {
   const headers = { 'x-api-key': SECRET, authorization: `Bearer ${SECRET}`, cookie: `session=${SECRET}`, 'content-type': 'application/json' }
   await app.inject({ method: 'POST', url: '/api/v1/user', headers: { ...headers, 'idempotency-key': 'k1' }, payload: { system_user_id: 's', system_uuid: randomUUID(), full_name: SECRET } })
   await app.inject({ method: 'GET', url: `/api/v1/user/${randomUUID()}/x`, headers })
-  await app.inject({ method: 'GET', url: '/api/v1/user/x/y', headers: { 'x-api-key': 'wrong-' + SECRET } })
+  await app.inject({ method: 'GET', url: '/api/v1/user/x/y', headers: { 'x-api-key': `wrong-${SECRET}` } })
   // A request that reaches every logger: request logging at trace includes req objects.
   logger.info({ req: { headers } }, 'explicit request log')
   t.ok(lines.length >= 4, `captured ${lines.length} lines`)
-  for (const line of lines) t.notMatch(line, SECRET, 'no secret in: ' + line.slice(0, 120))
+  for (const line of lines) t.notMatch(line, SECRET, `no secret in: ${line.slice(0, 120)}`)
 })
 
 t.test('an unexpected database error is logged without stack, SQL or parameters', async (t) => {
