@@ -47,5 +47,10 @@ migrate: node_modules
 bench-telemetry: node_modules
 	npx tsx bench/telemetry.ts
 
+## The service behind Stoplight Prism (proxy, --errors): every operation's success and business errors.
+contract: node_modules
+	npx tsx tools/contract-proxy.ts
+	CONTRACT_SELF_CHECK=1 npx tsx tools/contract-proxy.ts > /dev/null
+
 clean:
 	rm -rf dist .tap coverage
