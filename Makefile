@@ -52,5 +52,9 @@ contract: node_modules
 	npx tsx tools/contract-proxy.ts
 	CONTRACT_SELF_CHECK=1 npx tsx tools/contract-proxy.ts > /dev/null
 
+## Service vs bare Fastify + postgres.js ceiling (writes bench/results.md). BENCH_DURATION, BENCH_RUNS, BENCH_CONNECTIONS.
+bench: build
+	taskset -c 1 npx tsx bench/run.ts
+
 clean:
 	rm -rf dist .tap coverage

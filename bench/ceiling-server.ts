@@ -1,0 +1,61 @@
+// The "ceiling": plain Fastify 5 + postgres.js doing only the SQL each benchmarked route needs.
+// No auth, no rate limit, no validation, no metrics, no logging. Same URLs as the service.
+import { randomUUID } from 'node:crypto'
+import Fastify from 'fastify'
+import postgres from 'postgres'
+
+const sql = postgres(process.env.DATABASE_URL!, { max: 10, onnotice: () => {} })
+const app = Fastify({ logger: false })
+
+app.get<{ Params: { system_uuid: string; system_user_id: string } }>('/api/v1/user/:system_uuid/:system_user_id', async (req) => {
+  const [u] = await sql`select * from users where system_uuid = ${req.params.system_uuid} and system_user_id = ${req.params.system_user_id}`
+  return u
+})
+
+app.post<{ Body: { system_user_id: string; system_uuid: string; full_name: string } }>('/api/v1/user', async (req, reply) => {
+  const key = req.headers['idempotency-key'] as string
+  const user = await sql.begin(async (tx) => {
+    const [u] = await tx`insert into users (system_user_id, system_uuid, full_name) values (${req.body.system_user_id}, ${req.body.system_uuid}, ${req.body.full_name}) returning *`
+    await tx`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
+             values ('/api/v1/user', ${key}, 'h', 201, ${tx.json(u as never)}, now() + interval '1 day')`
+    return u
+  })
+  return reply.code(201).send(user)
+})
+
+app.patch<{ Params: { system_uuid: string; system_user_id: string }; Body: { username: string } }>('/api/v1/user/:system_uuid/:system_user_id', async (req) => {
+  const key = req.headers['idempotency-key'] as string
+  return sql.begin(async (tx) => {
+    const [u] = await tx`update users set username = ${req.body.username}, updated_at = now()
+                         where system_uuid = ${req.params.system_uuid} and system_user_id = ${req.params.system_user_id} returning *`
+    await tx`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
+             values ('ceiling-patch', ${key}, 'h', 200, ${tx.json(u as never)}, now() + interval '1 day')`
+    return u
+  })
+})
+
+app.get<{ Querystring: { system_user_id: string; system_uuid: string } }>('/api/v1/conspectuses/due', async (req) => {
+  return sql`select c.* from conspectuses c join users u on u.client_uuid = c.user_id
+             where u.system_user_id = ${req.query.system_user_id} and u.system_uuid = ${req.query.system_uuid} and c.next_review_at <= now()
+             order by c.next_review_at, c.conspectus_uuid limit 50`
+})
+
+app.post<{ Params: { id: string } }>('/api/v1/conspectuses/:id/actions/review', async (req) => {
+  const key = req.headers['idempotency-key'] as string
+  return sql.begin(async (tx) => {
+    const [c] = await tx`update conspectuses set slot = 'B', review_count = review_count + 1, last_reviewed_at = now(), next_review_at = now() + interval '3 days'
+                         where conspectus_uuid = ${req.params.id} returning *`
+    await tx`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
+             values ('ceiling-review', ${key}, 'h', 200, ${tx.json(c as never)}, now() + interval '1 day')`
+    return c
+  })
+})
+
+app.post<{ Body: { events: Record<string, unknown>[] } }>('/api/v1/telemetry/docs-search/batch', async (req, reply) => {
+  const rows = req.body.events.map((e) => ({ event: e.event, emitted_at_ms: e.emitted_at_ms, query_id: e.query_id ?? '', results_count: e.results_count ?? 0 }))
+  await sql`insert into docs_search_events ${sql(rows as never)}`
+  return reply.code(202).send({ accepted: rows.length })
+})
+
+app.get('/live', async () => ({ status: 'alive', id: randomUUID() }))
+await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' })
