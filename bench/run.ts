@@ -128,7 +128,8 @@ try {
     }
   }
 
-  // Telemetry metrics over 1M events: latency of the KPI query through the service.
+  // Telemetry metrics over exactly 1M events (the ingest case above stored its own first).
+  await sql`truncate docs_search_events`
   await sql`insert into docs_search_events (event, emitted_at_ms, query_id, results_count, time_to_success_ms)
             select case when i % 3 = 0 then 'search_result_click' else 'search_query' end, ${Date.now()}::bigint - (i % 86400) * 1000,
                    'q-' || (i % 50000), i % 7, case when i % 5 = 0 then 1000 + i % 9000 else 0 end
