@@ -1,5 +1,6 @@
 // Runs the real server (src/server.ts) as a child process, for signal and crash tests.
 import { spawn, type ChildProcess } from 'node:child_process'
+import { createServer } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
 import { projectRoot } from '../../src/paths.js'
@@ -11,8 +12,20 @@ export interface ServerProcess {
   output: () => string
 }
 
+/** A port nobody listens on right now (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number }
+      probe.close(() => resolve(port))
+    })
+  })
+}
+
 export async function startServer(t: Test, env: Record<string, string>): Promise<ServerProcess> {
-  const port = env.PORT ?? String(3400 + Math.floor(Math.random() * 100))
+  const port = env.PORT ?? String(await freePort())
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     cwd: projectRoot,
     env: { ...process.env, LOG_LEVEL: 'warn', API_KEYS: 'k', ...env, PORT: port, HOST: '127.0.0.1' },
@@ -26,7 +39,8 @@ export async function startServer(t: Test, env: Record<string, string>): Promise
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   })
   const base = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 100; i++) {
+  // Generous: a loaded 2-core CI machine can take many seconds to load TypeScript sources.
+  for (let i = 0; i < 600; i++) {
     if (child.exitCode !== null) throw new Error(`server exited early: ${log}`)
     try {
       if ((await fetch(`${base}/live`)).ok) return { base, child, exited, output: () => log }

@@ -9,8 +9,9 @@ import { loadConfig } from '../../src/config.js'
 import { createClient } from '../../src/db/client.js'
 import { migrate } from '../../src/db/migrate.js'
 import { startPrivatePostgres } from '../helpers/private-postgres.js'
+import { freePort } from '../helpers/server-process.js'
 
-const port = 55400 + Math.floor(Math.random() * 100)
+const port = await freePort()
 const pg = startPrivatePostgres(t, port)
 const sql = createClient(pg.url, { max: 4, connectTimeout: 2 })
 t.teardown(() => sql.end({ timeout: 1 }))
