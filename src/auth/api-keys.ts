@@ -1,8 +1,9 @@
 // API-key check in constant time: the candidate is hashed and compared with every configured
 // key's hash by timingSafeEqual, without stopping at the first match.
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { hash, timingSafeEqual } from 'node:crypto'
 
-const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest()
+// One-shot hashing: no Hash object per request.
+const digest = (value: string) => hash('sha256', value, 'buffer') as unknown as Buffer
 
 export interface ApiKeyVerifier {
   /** A stable, non-secret id of the matching key (`key-1`, ...), or null. */
