@@ -28,8 +28,9 @@ export default fp(
         return memo[VERIFIED]!
       },
     })
-    const requireKey: onRequestHookHandler = async (request) => {
-      if (request.apiKeyId === null) throw appError('SECURITY_AUTH_REQUIRED')
+    // A callback hook: no promise per request.
+    const requireKey: onRequestHookHandler = (request, _reply, done) => {
+      done(request.apiKeyId === null ? appError('SECURITY_AUTH_REQUIRED') : undefined)
     }
     fastify.addHook('onRoute', (route) => {
       const operationId = (route.schema as { operationId?: string } | undefined)?.operationId

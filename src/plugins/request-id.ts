@@ -14,8 +14,10 @@ export function requestIdFrom(raw: IncomingMessage): string {
 /** Echoes the request id on every response, errors and 404s included. */
 export default fp(
   async (fastify) => {
-    fastify.addHook('onRequest', async (request, reply) => {
+    // A callback hook: no promise per request.
+    fastify.addHook('onRequest', (request, reply, done) => {
       reply.header('x-request-id', request.id)
+      done()
     })
   },
   { name: 'request-id' },

@@ -18,25 +18,47 @@ function instrument<T extends Record<string, (...args: never[]) => Promise<unkno
   for (const [fn, impl] of Object.entries(repository)) {
     const operation = `${name}.${fn}`
     timed[fn] = async (...args: never[]) => {
-      const start = process.hrtime.bigint()
+      const start = performance.now()
       try {
         return await impl(...args)
       } finally {
-        observe(operation, Number(process.hrtime.bigint() - start) / 1e9)
+        observe(operation, (performance.now() - start) / 1000)
       }
     }
   }
   return timed as T
 }
 
-export function createRepositories(db: Db, observe: ObserveDbOperation) {
-  return {
-    users: instrument('users', createUserRepository(db), observe),
-    idempotency: instrument('idempotency', createIdempotencyRepository(db), observe),
-    conspectuses: instrument('conspectuses', createConspectusRepository(db), observe),
-    errorLogs: instrument('errorLogs', createErrorLogRepository(db), observe),
-    telemetry: instrument('telemetry', createTelemetryRepository(db), observe),
-  }
+const factories = {
+  users: createUserRepository,
+  idempotency: createIdempotencyRepository,
+  conspectuses: createConspectusRepository,
+  errorLogs: createErrorLogRepository,
+  telemetry: createTelemetryRepository,
 }
 
-export type Repositories = ReturnType<typeof createRepositories>
+export type Repositories = { [Name in keyof typeof factories]: ReturnType<(typeof factories)[Name]> }
+
+/** Repositories over `db`, each built on first use: a transaction pays only for those it touches. */
+class LazyRepositories {
+  readonly #built: Partial<Repositories> = {}
+  constructor(
+    readonly db: Db,
+    readonly observe: ObserveDbOperation,
+  ) {}
+
+  #get<Name extends keyof Repositories>(name: Name): Repositories[Name] {
+    const built = this.#built[name] ?? (instrument(name, factories[name](this.db) as never, this.observe) as Repositories[Name])
+    this.#built[name] = built
+    return built
+  }
+  get users() { return this.#get('users') }
+  get idempotency() { return this.#get('idempotency') }
+  get conspectuses() { return this.#get('conspectuses') }
+  get errorLogs() { return this.#get('errorLogs') }
+  get telemetry() { return this.#get('telemetry') }
+}
+
+export function createRepositories(db: Db, observe: ObserveDbOperation): Repositories {
+  return new LazyRepositories(db, observe)
+}

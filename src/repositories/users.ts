@@ -19,11 +19,7 @@ export interface NewUser {
 /** Column -> new value; only the listed columns change. */
 export type UserChanges = Partial<Omit<NewUser, 'system_user_id' | 'system_uuid'> & { system_uuid: string | null }>
 
-const COLUMNS = [
-  'client_uuid', 'created_at', 'updated_at', 'is_row_invalid', 'invalidation_reason_uuid',
-  'system_user_id', 'system_uuid', 'username', 'full_name', 'timezone',
-] as const
-
+// Column lists are written out: a literal query text is built once and prepared once.
 /** Thrown when a change would give a user another user's natural key. */
 export class UserKeyConflict extends Error {}
 
@@ -39,15 +35,20 @@ export function createUserRepository(db: Db) {
     /** Inserts the user; undefined when the natural key already exists. */
     async create(user: NewUser): Promise<User | undefined> {
       const [row] = await db<User[]>`
-        insert into users ${db(user)}
+        insert into users (system_user_id, system_uuid, full_name, username, timezone, is_row_invalid, invalidation_reason_uuid)
+        values (${user.system_user_id}, ${user.system_uuid}, ${user.full_name}, ${user.username}, ${user.timezone},
+                ${user.is_row_invalid}, ${user.invalidation_reason_uuid})
         on conflict on constraint users_system_key do nothing
-        returning ${db(COLUMNS)}`
+        returning client_uuid, created_at, updated_at, is_row_invalid, invalidation_reason_uuid,
+                  system_user_id, system_uuid, username, full_name, timezone`
       return row
     },
 
     async findByKey(key: UserKey): Promise<User | undefined> {
       const [row] = await db<User[]>`
-        select ${db(COLUMNS)} from users
+        select client_uuid, created_at, updated_at, is_row_invalid, invalidation_reason_uuid,
+               system_user_id, system_uuid, username, full_name, timezone
+        from users
         where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
       return row
     },
@@ -59,7 +60,8 @@ export function createUserRepository(db: Db) {
         const [row] = await db<User[]>`
           update users set ${db(changes, columns)}, updated_at = now()
           where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}
-          returning ${db(COLUMNS)}`
+          returning client_uuid, created_at, updated_at, is_row_invalid, invalidation_reason_uuid,
+                    system_user_id, system_uuid, username, full_name, timezone`
         return row
       } catch (err) {
         rethrowKeyConflict(err)
