@@ -6,8 +6,15 @@ export interface Database {
   sql: Sql
   /** Repositories over the pool, for single-statement work. */
   repos: Repositories
-  /** Runs `work` in one transaction with repositories bound to it. */
-  transaction<T>(work: (repos: Repositories) => Promise<T>): Promise<T>
+  /** A pooled connection of its own (for a hand-driven transaction); release it when done. */
+  reserve(): Promise<ReservedConnection>
+}
+
+export interface ReservedConnection {
+  sql: Sql
+  /** Repositories bound to this one connection. */
+  repos: Repositories
+  release(): void
 }
 
 declare module 'fastify' {
@@ -23,7 +30,10 @@ export default fp<{ sql: Sql }>(
     const db: Database = {
       sql,
       repos: createRepositories(sql, observe),
-      transaction: (work) => sql.begin((tx) => work(createRepositories(tx, observe))) as never,
+      async reserve() {
+        const connection = await sql.reserve()
+        return { sql: connection, repos: createRepositories(connection, observe), release: () => connection.release() }
+      },
     }
     fastify.decorate('db', db)
   },

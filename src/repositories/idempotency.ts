@@ -20,26 +20,19 @@ export function createIdempotencyRepository(db: Db) {
     },
 
     /**
-     * Claims (scope, key) for this transaction. A concurrent claim of the same pair waits on the
-     * primary key until this transaction ends; an expired record is taken over.
+     * Stores the answer for (scope, key). Sent at once rather than on first await, so that a
+     * statement queued after it on the same connection (the COMMIT) runs after it. Fails with a
+     * primary-key violation when the pair is taken; an uncommitted holder is waited for.
      */
-    async claim(scope: string, key: string, hash: string, ttlHours: number): Promise<boolean> {
-      const rows = await db`
-        insert into idempotency_records (scope, idempotency_key, request_hash, expires_at)
-        values (${scope}, ${key}, ${hash}, now() + make_interval(hours => ${ttlHours}))
-        on conflict (scope, idempotency_key) do update
-          set request_hash = excluded.request_hash, status_code = null, response_body = null,
-              created_at = now(), expires_at = excluded.expires_at
-          where idempotency_records.expires_at <= now()
-        returning 1`
-      return rows.length === 1
+    record(scope: string, key: string, hash: string, status: number, body: unknown, ttlHours: number): Promise<unknown> {
+      return db`
+        insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
+        values (${scope}, ${key}, ${hash}, ${status}, ${db.json(body as never)}, now() + make_interval(hours => ${ttlHours}))`.execute()
     },
 
-    async complete(scope: string, key: string, status: number, body: unknown): Promise<void> {
-      await db`
-        update idempotency_records
-        set status_code = ${status}, response_body = ${db.json(body as never)}
-        where scope = ${scope} and idempotency_key = ${key}`
+    /** Removes the pair's record if it has expired (the purge has not reached it yet). */
+    async deleteExpired(scope: string, key: string): Promise<void> {
+      await db`delete from idempotency_records where scope = ${scope} and idempotency_key = ${key} and expires_at <= now()`
     },
 
     /** Deletes up to `limit` expired records; returns how many went. */
