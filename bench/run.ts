@@ -18,6 +18,10 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
 const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '10,50').split(',').map(Number)
 const SERVER_CPU = process.env.BENCH_SERVER_CPU ?? '0'
+// Comma-separated case-name prefixes to run (all when unset), e.g. BENCH_CASES='GET user,POST user'.
+// A folder for a V8 CPU profile of the service (node --cpu-prof), written when it stops.
+const PROFILE_DIR = process.env.BENCH_PROFILE
+const ONLY = process.env.BENCH_CASES?.split(',').map((x) => x.trim().toLowerCase())
 const KEY = 'bench-key'
 
 const dbName = `bench_${randomBytes(3).toString('hex')}`
@@ -78,7 +82,8 @@ try {
   const notes = (await sql<{ id: string }[]>`select conspectus_uuid::text as id from conspectuses`).map((r) => r.id)
   const dueOwner = users[0]!
 
-  const service = await startServer('service', ['dist/src/server.js'], 3601, { API_KEYS: KEY, RATE_LIMIT_MAX: '10000000', LOG_LEVEL: 'warn' })
+  const profile = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(PROFILE_DIR)}`] : []
+  const service = await startServer('service', [...profile, 'dist/src/server.js'], 3601, { API_KEYS: KEY, RATE_LIMIT_MAX: '10000000', LOG_LEVEL: 'warn', SHUTDOWN_DRAIN_MS: '0' })
   const ceiling = await startServer('ceiling', ['--import', 'tsx', 'bench/ceiling-server.ts'], 3602)
 
   const replayBody = JSON.stringify({ system_user_id: 'replay-user', system_uuid: randomUUID(), full_name: 'Replay' })
@@ -109,6 +114,7 @@ try {
   const rows: string[] = []
   const summary: Record<string, { service: number; ceiling?: number; p99s: number; p99c?: number }> = {}
   for (const c of cases) {
+    if (ONLY && !ONLY.some((prefix) => c.name.toLowerCase().startsWith(prefix))) continue
     for (const connections of CONNECTIONS) {
       const s: Awaited<ReturnType<typeof drive>>[] = []
       const k: Awaited<ReturnType<typeof drive>>[] = []
@@ -129,19 +135,21 @@ try {
   }
 
   // Telemetry metrics over exactly 1M events (the ingest case above stored its own first).
+  const timings: number[] = []
+  if (!ONLY || ONLY.some((prefix) => 'telemetry metrics'.startsWith(prefix))) {
   await sql`truncate docs_search_events`
   await sql`insert into docs_search_events (event, emitted_at_ms, query_id, results_count, time_to_success_ms)
             select case when i % 3 = 0 then 'search_result_click' else 'search_query' end, ${Date.now()}::bigint - (i % 86400) * 1000,
                    'q-' || (i % 50000), i % 7, case when i % 5 = 0 then 1000 + i % 9000 else 0 end
             from generate_series(1, 1000000) i`
   await sql`vacuum analyze docs_search_events`
-  const timings: number[] = []
   for (let i = 0; i < 5; i++) {
     const t0 = performance.now()
     await (await fetch(`${service}/api/v1/telemetry/docs-search/metrics?window_minutes=10080`, { headers: { 'x-api-key': KEY } })).json()
     timings.push(performance.now() - t0)
   }
-  const metricsMs = median(timings)
+  }
+  const metricsMs = timings.length ? median(timings) : Number.NaN
 
   const replay = summary['POST user (replay)@50']?.service ?? 0
   const get50 = summary['GET user@50']
@@ -168,11 +176,16 @@ try {
     ...targets.map((x) => `- ${x}`),
     ``,
   ].join('\n')
-  writeFileSync(path.join(projectRoot, 'bench/results.md'), table)
+  // A partial run (BENCH_CASES) only prints: bench/results.md always holds a full run.
+  if (!ONLY) writeFileSync(path.join(projectRoot, 'bench/results.md'), table)
   console.log(`\n${table}`)
 } finally {
-  for (const child of children) child.kill('SIGTERM')
-  await sleep(500)
+  // Wait for the servers to exit (the profile is written on exit).
+  await Promise.all(children.map((child) => new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve(null)
+    child.once('exit', resolve)
+    child.kill('SIGTERM')
+  })))
   await sql.end()
   await admin.unsafe(`drop database if exists "${dbName}" with (force)`)
   await admin.end()
