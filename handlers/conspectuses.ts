@@ -1,7 +1,7 @@
 // createConspectus, listDueConspectuses, patchConspectus, reviewConspectus, getScheduleSummary.
 import { appError } from '../src/errors.js'
 import type { ConspectusContent } from '../src/repositories/conspectuses.js'
-import { FIRST_SLOT, nextReviewAt, nextSlot, type Slot } from '../src/schedule/leitner.js'
+import { FIRST_SLOT, nextReviewAt, reviewMoves } from '../src/schedule/leitner.js'
 import { requireOwner } from './owner.js'
 import { sendOutcome, type HandlerDeps, type ServiceHandlers } from './types.js'
 
@@ -58,15 +58,9 @@ export function createConspectusHandlers({ db, idempotentWrite, now }: HandlerDe
       const scope = `/api/v1/conspectuses/${conspectus_uuid}/actions/review`
       const outcome = await idempotentWrite(scope, request.headers['idempotency-key'], body, async (repos) => {
         const owner = await requireOwner(repos, body)
-        const current = await repos.conspectuses.findForUpdate(owner.client_uuid, conspectus_uuid)
-        if (!current) throw appError('CONSPECTUS_NOT_FOUND')
         const at = now()
-        const slot = nextSlot(current.slot as Slot, body.outcome)
-        const reviewed = await repos.conspectuses.recordReview(owner.client_uuid, conspectus_uuid, {
-          slot,
-          next_review_at: nextReviewAt(at, slot, owner.timezone),
-          reviewed_at: at,
-        })
+        const reviewed = await repos.conspectuses.recordReview(owner.client_uuid, conspectus_uuid, reviewMoves(body.outcome, at, owner.timezone), at)
+        if (!reviewed) throw appError('CONSPECTUS_NOT_FOUND')
         return { status: 200, body: reviewed }
       })
       return sendOutcome(reply, outcome)

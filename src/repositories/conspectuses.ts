@@ -1,7 +1,7 @@
 // SQL for conspectuses (table conspectuses), always scoped to the owning user's client_uuid.
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
-import type { Slot } from '../schedule/leitner.js'
+import type { ReviewMoves, Slot } from '../schedule/leitner.js'
 
 export type Conspectus = components['schemas']['ConspectusResponse']
 export type ScheduleCounts = { total: number; due_now_count: number; slots: Record<Slot, number> }
@@ -18,36 +18,22 @@ export interface NewConspectus {
 
 export type ConspectusContent = Partial<Pick<NewConspectus, 'title' | 'cue_sheet' | 'dense_paragraph' | 'bullets'>>
 
-export interface ReviewChange {
-  slot: Slot
-  next_review_at: Date
-  reviewed_at: Date
-}
-
 export function createConspectusRepository(db: Db) {
-  // The response shape: the conspectus plus its owner's natural key.
-  const withOwner = (userId: string, where: ReturnType<Db>) => db<Conspectus[]>`
-    select c.conspectus_uuid, u.system_user_id, u.system_uuid, c.title, c.cue_sheet, c.dense_paragraph,
-           c.bullets, c.slot, c.next_review_at, c.last_reviewed_at, c.review_count, c.created_at, c.updated_at
-    from conspectuses c join users u on u.client_uuid = c.user_id
-    where c.user_id = ${userId} and ${where}`
+  // The response shape (c: conspectuses, u: its owner), spliced into each query as a fragment.
+  const RESPONSE_COLUMNS = db.unsafe(`c.conspectus_uuid, u.system_user_id, u.system_uuid, c.title, c.cue_sheet,
+    c.dense_paragraph, c.bullets, c.slot, c.next_review_at, c.last_reviewed_at, c.review_count, c.created_at, c.updated_at`)
 
   return {
     async create(userId: string, c: NewConspectus): Promise<Conspectus> {
-      const [row] = await db<{ conspectus_uuid: string }[]>`
-        insert into conspectuses (user_id, title, cue_sheet, dense_paragraph, bullets, slot, next_review_at, created_at, updated_at)
-        values (${userId}, ${c.title}, ${db.json(c.cue_sheet as never)}, ${c.dense_paragraph}, ${c.bullets},
-                ${c.slot}, ${c.next_review_at}, ${c.created_at}, ${c.created_at})
-        returning conspectus_uuid`
-      const [created] = await withOwner(userId, db`c.conspectus_uuid = ${row!.conspectus_uuid}`)
-      return created!
-    },
-
-    /** The user's conspectus, locked for the rest of the transaction; undefined if not theirs. */
-    async findForUpdate(userId: string, conspectusUuid: string): Promise<{ slot: Slot } | undefined> {
-      const [row] = await db<{ slot: Slot }[]>`
-        select slot from conspectuses where conspectus_uuid = ${conspectusUuid} and user_id = ${userId} for update`
-      return row
+      const [row] = await db<Conspectus[]>`
+        with c as (
+          insert into conspectuses (user_id, title, cue_sheet, dense_paragraph, bullets, slot, next_review_at, created_at, updated_at)
+          values (${userId}, ${c.title}, ${db.json(c.cue_sheet as never)}, ${c.dense_paragraph}, ${c.bullets},
+                  ${c.slot}, ${c.next_review_at}, ${c.created_at}, ${c.created_at})
+          returning *
+        )
+        select ${RESPONSE_COLUMNS} from c join users u on u.client_uuid = c.user_id`
+      return row!
     },
 
     async exists(userId: string, conspectusUuid: string): Promise<boolean> {
@@ -59,30 +45,39 @@ export function createConspectusRepository(db: Db) {
     async updateContent(userId: string, conspectusUuid: string, content: ConspectusContent, at: Date): Promise<Conspectus | undefined> {
       const changes: Record<string, unknown> = { ...content, updated_at: at }
       if (content.cue_sheet !== undefined) changes.cue_sheet = db.json(content.cue_sheet as never)
-      const updated = await db`
-        update conspectuses set ${db(changes)}
-        where conspectus_uuid = ${conspectusUuid} and user_id = ${userId}
-        returning 1`
-      if (updated.length === 0) return undefined
-      const [row] = await withOwner(userId, db`c.conspectus_uuid = ${conspectusUuid}`)
+      const [row] = await db<Conspectus[]>`
+        update conspectuses c set ${db(changes)}
+        from users u
+        where c.conspectus_uuid = ${conspectusUuid} and c.user_id = ${userId} and u.client_uuid = c.user_id
+        returning ${RESPONSE_COLUMNS}`
       return row
     },
 
-    async recordReview(userId: string, conspectusUuid: string, change: ReviewChange): Promise<Conspectus> {
-      await db`
-        update conspectuses
-        set slot = ${change.slot}, next_review_at = ${change.next_review_at}, last_reviewed_at = ${change.reviewed_at},
-            review_count = review_count + 1, updated_at = ${change.reviewed_at}
-        where conspectus_uuid = ${conspectusUuid} and user_id = ${userId}`
-      const [row] = await withOwner(userId, db`c.conspectus_uuid = ${conspectusUuid}`)
-      return row!
+    /**
+     * Applies a review in one statement: the UPDATE locks the row and picks the move for the slot
+     * it finds there, so concurrent reviews each see the previous one's slot. Undefined when the
+     * conspectus is not the user's.
+     */
+    async recordReview(userId: string, conspectusUuid: string, moves: ReviewMoves, reviewedAt: Date): Promise<Conspectus | undefined> {
+      const [row] = await db<Conspectus[]>`
+        update conspectuses c
+        set slot = case c.slot when 'A' then ${moves.A.slot} when 'B' then ${moves.B.slot}
+                               when 'C' then ${moves.C.slot} else ${moves.D.slot} end,
+            next_review_at = case c.slot when 'A' then ${moves.A.next_review_at}::timestamptz
+                                         when 'B' then ${moves.B.next_review_at}::timestamptz
+                                         when 'C' then ${moves.C.next_review_at}::timestamptz
+                                         else ${moves.D.next_review_at}::timestamptz end,
+            last_reviewed_at = ${reviewedAt}, review_count = c.review_count + 1, updated_at = ${reviewedAt}
+        from users u
+        where c.conspectus_uuid = ${conspectusUuid} and c.user_id = ${userId} and u.client_uuid = c.user_id
+        returning ${RESPONSE_COLUMNS}`
+      return row
     },
 
     /** Due at `asOf`, oldest due first; served by the conspectuses_due index. */
     async listDue(userId: string, asOf: Date, limit: number): Promise<Conspectus[]> {
       return db<Conspectus[]>`
-        select c.conspectus_uuid, u.system_user_id, u.system_uuid, c.title, c.cue_sheet, c.dense_paragraph,
-               c.bullets, c.slot, c.next_review_at, c.last_reviewed_at, c.review_count, c.created_at, c.updated_at
+        select ${RESPONSE_COLUMNS}
         from conspectuses c join users u on u.client_uuid = c.user_id
         where c.user_id = ${userId} and c.next_review_at <= ${asOf}
         order by c.next_review_at, c.conspectus_uuid

@@ -90,3 +90,24 @@ export function nextReviewAt(eventAt: Date, slot: Slot, timeZone: string): Date 
   const due = new Date(Date.UTC(day.year, day.month - 1, day.day + INTERVAL_DAYS[slot]))
   return zonedInstant(due.getUTCFullYear(), due.getUTCMonth() + 1, due.getUTCDate(), DAY_ROLLOVER_HOUR, timeZone)
 }
+
+/** Where a review moves a conspectus, for each slot it may be in when its row is locked. */
+export type ReviewMoves = Record<Slot, { slot: Slot; next_review_at: Date }>
+
+/**
+ * The policy's move for every slot, decided before the row is read: the store applies the one
+ * for the slot it finds under its row lock (one statement, no read-then-write).
+ */
+export function reviewMoves(outcome: ReviewOutcome, at: Date, timeZone: string): ReviewMoves {
+  const dueBySlot = new Map<Slot, Date>()
+  const moveFrom = (from: Slot) => {
+    const slot = nextSlot(from, outcome)
+    let due = dueBySlot.get(slot)
+    if (!due) {
+      due = nextReviewAt(at, slot, timeZone)
+      dueBySlot.set(slot, due)
+    }
+    return { slot, next_review_at: due }
+  }
+  return { A: moveFrom('A'), B: moveFrom('B'), C: moveFrom('C'), D: moveFrom('D') }
+}

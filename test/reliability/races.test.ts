@@ -132,3 +132,15 @@ t.test('concurrent creates of one natural key with different keys: one 201, the 
   const [{ n }] = (await sql`select count(*)::int as n from users where system_user_id = ${body.system_user_id}`) as unknown as [{ n: number }]
   t.equal(n, 1)
 })
+
+t.test('concurrent reviews of one note with different keys each move it one slot: A -> B, C, D in some order', async (t) => {
+  const owner = await createOwner(api)
+  const note = await createConspectus(api, owner)
+  const url = `/api/v1/conspectuses/${note.conspectus_uuid}/actions/review`
+  const answers = await Promise.all(Array.from({ length: 3 }, () => api.post(url, { ...owner, outcome: 'remembered' })))
+  t.same(answers.map((a) => a.statusCode), [200, 200, 200])
+  t.same(answers.map((a) => a.json().slot).sort(), ['B', 'C', 'D'], 'each review saw the slot the previous one left')
+  t.same(answers.map((a) => a.json().review_count).sort(), [1, 2, 3])
+  const [stored] = await sql`select slot, review_count from conspectuses where conspectus_uuid = ${note.conspectus_uuid}`
+  t.same(stored, { slot: 'D', review_count: 3 })
+})

@@ -1,6 +1,6 @@
 // The schedule policy on its own: ladder moves and 04:00-local due times across time zones.
 import t from 'tap'
-import { INTERVAL_DAYS, nextReviewAt, nextSlot, studyDay, type Slot } from '../../src/schedule/leitner.js'
+import { INTERVAL_DAYS, nextReviewAt, nextSlot, reviewMoves, studyDay, type Slot } from '../../src/schedule/leitner.js'
 
 const iso = (d: Date) => d.toISOString()
 
@@ -8,6 +8,18 @@ t.test('remembered climbs one slot and stays at D; forgot returns to A', async (
   t.same((['A', 'B', 'C', 'D'] as Slot[]).map((s) => nextSlot(s, 'remembered')), ['B', 'C', 'D', 'D'])
   t.same((['A', 'B', 'C', 'D'] as Slot[]).map((s) => nextSlot(s, 'forgot')), ['A', 'A', 'A', 'A'])
   t.same(INTERVAL_DAYS, { A: 1, B: 3, C: 7, D: 21 })
+})
+
+t.test('reviewMoves gives, for every slot a note may be in, the same move as nextSlot and nextReviewAt', async (t) => {
+  const at = new Date('2026-03-08T05:30:00Z') // the New York spring-forward night
+  for (const outcome of ['remembered', 'forgot'] as const) {
+    const moves = reviewMoves(outcome, at, 'America/New_York')
+    for (const from of ['A', 'B', 'C', 'D'] as Slot[]) {
+      const slot = nextSlot(from, outcome)
+      t.same(moves[from], { slot, next_review_at: nextReviewAt(at, slot, 'America/New_York') }, `${outcome} from ${from}`)
+    }
+  }
+  t.equal(iso(reviewMoves('remembered', at, 'America/New_York').C.next_review_at), '2026-03-28T08:00:00.000Z', 'C -> D: 21 days, 04:00 EDT')
 })
 
 t.test('due at 04:00 local on the day interval(slot) days after the event day', async (t) => {
