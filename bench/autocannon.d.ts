@@ -1,4 +1,4 @@
-// autocannon ships no types; the benchmark uses a handful of fields of its result.
+// autocannon ships no types; the benchmarks use a handful of fields of its result.
 declare module 'autocannon' {
   interface Result {
     requests: { average: number }
@@ -6,5 +6,9 @@ declare module 'autocannon' {
     non2xx: number
     errors: number
   }
-  export default function autocannon(options: Record<string, unknown>): Promise<Result>
+  /** The run: awaitable for its result, and an event emitter while it goes. */
+  interface Instance extends Promise<Result> {
+    on(event: 'response', listener: (client: unknown, statusCode: number) => void): this
+  }
+  export default function autocannon(options: Record<string, unknown>): Instance
 }

@@ -2,51 +2,22 @@
 // each route needs, interleaved in one run on a fresh database. Servers run on core 0, this
 // driver (autocannon) on core 1 (the Makefile pins it). Every figure is also given as a
 // ratio service/ceiling, because absolute numbers on a shared machine drift by tens of percent.
-import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import autocannon from 'autocannon'
-import postgres from 'postgres'
-import { migrate } from '../src/db/migrate.js'
 import { projectRoot } from '../src/paths.js'
-import { ADMIN_URL, databaseUrl } from '../test/helpers/database.js'
+import { API_KEY as KEY, SERVER_CPU, createBenchDatabase, startServer, startService, stopServers } from './harness.js'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
 const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '10,50').split(',').map(Number)
-const SERVER_CPU = process.env.BENCH_SERVER_CPU ?? '0'
 // Comma-separated case-name prefixes to run (all when unset), e.g. BENCH_CASES='GET user,POST user'.
-// A folder for a V8 CPU profile of the service (node --cpu-prof), written when it stops.
-const PROFILE_DIR = process.env.BENCH_PROFILE
 const ONLY = process.env.BENCH_CASES?.split(',').map((x) => x.trim().toLowerCase())
-const KEY = 'bench-key'
 
-const dbName = `bench_${randomBytes(3).toString('hex')}`
-const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} })
-await admin.unsafe(`create database "${dbName}"`)
-const url = databaseUrl(dbName)
-// Seeding a million rows outlasts the service's statement_timeout: use a plain client here.
-const sql = postgres(url, { max: 4, onnotice: () => {} })
-const children: ChildProcess[] = []
-
-async function startServer(label: string, args: string[], port: number, env: Record<string, string> = {}) {
-  const child = spawn('taskset', ['-c', SERVER_CPU, process.execPath, ...args], {
-    cwd: projectRoot,
-    env: { ...process.env, DATABASE_URL: url, PORT: String(port), ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  })
-  children.push(child)
-  for (let i = 0; i < 200; i++) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/live`)).ok) return `http://127.0.0.1:${port}`
-    } catch {}
-    await sleep(100)
-  }
-  throw new Error(`${label} did not start`)
-}
+const bench = await createBenchDatabase('bench')
+const sql = bench.sql
 
 interface Case {
   name: string
@@ -70,21 +41,13 @@ async function drive(base: string, c: Case, connections: number) {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 try {
-  await migrate(sql as never)
-  // Seed: 10k users, 100k conspectuses (10 per user, all due), a replayable write.
-  await sql`insert into users (system_user_id, system_uuid, full_name)
-            select 'b-' || i, gen_random_uuid(), 'Bench ' || i from generate_series(0, 9999) i`
-  await sql`insert into conspectuses (user_id, cue_sheet, dense_paragraph, bullets, slot, next_review_at, created_at, updated_at)
-            select u.client_uuid, '{"topic":"t"}', 'paragraph', '{a,b}', 'A', now() - (i || ' minutes')::interval, now(), now()
-            from users u, generate_series(1, 10) i`
-  await sql`vacuum analyze`
   const users = await sql<{ system_user_id: string; system_uuid: string }[]>`select system_user_id, system_uuid from users order by system_user_id`
   const notes = (await sql<{ id: string }[]>`select conspectus_uuid::text as id from conspectuses`).map((r) => r.id)
   const dueOwner = users[0]!
 
-  const profile = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(PROFILE_DIR)}`] : []
-  const service = await startServer('service', [...profile, 'dist/src/server.js'], 3601, { API_KEYS: KEY, RATE_LIMIT_MAX: '10000000', LOG_LEVEL: 'warn', SHUTDOWN_DRAIN_MS: '0' })
-  const ceiling = await startServer('ceiling', ['--import', 'tsx', 'bench/ceiling-server.ts'], 3602)
+  // BENCH_PROFILE: a folder for a V8 CPU profile of the service, written when it stops.
+  const service = (await startService(bench.url, 3601, process.env.BENCH_PROFILE)).base
+  const ceiling = (await startServer('ceiling', ['--import', 'tsx', 'bench/ceiling-server.ts'], 3602, { DATABASE_URL: bench.url })).base
 
   const replayBody = JSON.stringify({ system_user_id: 'replay-user', system_uuid: randomUUID(), full_name: 'Replay' })
   await fetch(`${service}/api/v1/user`, { method: 'POST', body: replayBody, headers: { 'x-api-key': KEY, 'content-type': 'application/json', 'idempotency-key': 'replay-key' } })
@@ -180,13 +143,6 @@ try {
   if (!ONLY) writeFileSync(path.join(projectRoot, 'bench/results.md'), table)
   console.log(`\n${table}`)
 } finally {
-  // Wait for the servers to exit (the profile is written on exit).
-  await Promise.all(children.map((child) => new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve(null)
-    child.once('exit', resolve)
-    child.kill('SIGTERM')
-  })))
-  await sql.end()
-  await admin.unsafe(`drop database if exists "${dbName}" with (force)`)
-  await admin.end()
+  await stopServers()
+  await bench.drop()
 }

@@ -1,0 +1,125 @@
+// Shared by the benchmarks: a fresh database with the bench data set, and servers started as
+// child processes pinned to one core (the load generator runs on another).
+import { spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import postgres from 'postgres'
+import { migrate } from '../src/db/migrate.js'
+import { projectRoot } from '../src/paths.js'
+import { ADMIN_URL, databaseUrl } from '../test/helpers/database.js'
+
+export const API_KEY = 'bench-key'
+export const SERVER_CPU = process.env.BENCH_SERVER_CPU ?? '0'
+
+export interface BenchDatabase {
+  url: string
+  /** A plain client: seeding a million rows outlasts the service's statement_timeout. */
+  sql: postgres.Sql
+  drop(): Promise<void>
+}
+
+/** A new database, migrated, seeded with 10k users and 100k conspectuses (10 each, all due). */
+export async function createBenchDatabase(prefix: string): Promise<BenchDatabase> {
+  const name = `${prefix}_${randomBytes(3).toString('hex')}`
+  const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} })
+  await admin.unsafe(`create database "${name}"`)
+  // This machine's two cores are shared by PostgreSQL, the servers and the load generator:
+  // one parallel worker plus the leader fills them, a second one only adds contention.
+  await admin.unsafe(`alter database "${name}" set max_parallel_workers_per_gather = 1`)
+  const url = databaseUrl(name)
+  const sql = postgres(url, { max: 4, onnotice: () => {} })
+  await migrate(sql as never)
+  await sql`insert into users (system_user_id, system_uuid, full_name)
+            select 'b-' || i, gen_random_uuid(), 'Bench ' || i from generate_series(0, 9999) i`
+  await sql`insert into conspectuses (user_id, cue_sheet, dense_paragraph, bullets, slot, next_review_at, created_at, updated_at)
+            select u.client_uuid, '{"topic":"t"}', 'paragraph', '{a,b}', 'A', now() - (i || ' minutes')::interval, now(), now()
+            from users u, generate_series(1, 10) i`
+  // A day of earlier writes: the replay lookup runs on a table of realistic size from the start.
+  await sql`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
+            select '/api/v1/user', 'earlier-' || i, md5(i::text), 201, '{}', now() + interval '12 hours'
+            from generate_series(1, 100000) i`
+  await sql`vacuum analyze`
+  const autovacuum = await standInForAutovacuum(sql)
+  return {
+    url,
+    sql,
+    async drop() {
+      await autovacuum.stop()
+      await sql.end()
+      await admin.unsafe(`drop database if exists "${name}" with (force)`)
+      await admin.end()
+    },
+  }
+}
+
+/**
+ * This machine's PostgreSQL runs with autovacuum off (a CI setting), which no production server
+ * does: statistics would stay those of the seed and dead rows would pile up for the whole run.
+ * When it is off, the benchmark does autovacuum's job itself, a VACUUM ANALYZE every 20 s.
+ */
+async function standInForAutovacuum(sql: postgres.Sql): Promise<{ stop(): Promise<unknown> }> {
+  const [{ autovacuum }] = (await sql`show autovacuum`) as unknown as [{ autovacuum: string }]
+  if (autovacuum === 'on') return { stop: async () => {} }
+  let running: Promise<unknown> = Promise.resolve()
+  const timer = setInterval(() => {
+    running = running.then(() => sql`vacuum analyze`.catch(() => {}))
+  }, 20_000)
+  return {
+    stop() {
+      clearInterval(timer)
+      return running
+    },
+  }
+}
+
+export interface Server {
+  base: string
+  process: ChildProcess
+}
+
+const children: ChildProcess[] = []
+
+/** Starts `node <args>` on SERVER_CPU with PORT and DATABASE_URL set; resolves once /live answers. */
+export async function startServer(label: string, args: string[], port: number, env: Record<string, string>): Promise<Server> {
+  const child = spawn('taskset', ['-c', SERVER_CPU, process.execPath, ...args], {
+    cwd: projectRoot,
+    env: { ...process.env, PORT: String(port), ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
+  children.push(child)
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/live`)).ok) return { base: `http://127.0.0.1:${port}`, process: child }
+    } catch {}
+    await sleep(100)
+  }
+  throw new Error(`${label} did not start`)
+}
+
+/** The service as built by `make build`; PROFILE_DIR adds a V8 CPU profile written at exit. */
+export function startService(databaseUrl: string, port: number, profileDir?: string): Promise<Server> {
+  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : []
+  const nodeOptions = (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean)
+  return startServer('service', [...nodeOptions, ...profile, 'dist/src/server.js'], port, {
+    DATABASE_URL: databaseUrl,
+    API_KEYS: API_KEY,
+    RATE_LIMIT_MAX: '10000000',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+    SHUTDOWN_DRAIN_MS: '0',
+  })
+}
+
+/** SIGTERM to every server started here; resolves when all have exited (profiles are written on exit). */
+export async function stopServers(): Promise<void> {
+  await Promise.all(
+    children.map(
+      (child) =>
+        new Promise((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve(null)
+          child.once('exit', resolve)
+          child.kill('SIGTERM')
+        }),
+    ),
+  )
+}
