@@ -11,6 +11,35 @@ const COLUMNS = [
   'top_results', 'payload',
 ] as const
 
+// The KPI query; $1 and $2 bound the window on emitted_at_ms.
+const METRICS_SQL = `
+  with per_query as (
+    select query_id,
+           count(*) filter (where event = 'search_query') as queries,
+           count(*) filter (where event = 'search_query' and results_count = 0) as zero_results,
+           bool_or(event = 'search_result_click') as has_click,
+           min(time_to_success_ms) filter (where time_to_success_ms > 0) as first_success_ms
+    from docs_search_events
+    where emitted_at_ms > $1 and emitted_at_ms <= $2
+    group by query_id
+  ),
+  totals as (
+    select coalesce(sum(queries), 0)::int as total,
+           coalesce(sum(zero_results), 0)::int as zero,
+           (count(*) filter (where query_id <> '' and queries > 0 and has_click))::int as clicked,
+           percentile_disc(0.5) within group (order by first_success_ms) filter (where query_id <> '') as median,
+           percentile_disc(0.75) within group (order by first_success_ms) filter (where query_id <> '') as p75
+    from per_query
+  )
+  select total as total_queries,
+         zero as zero_result_queries,
+         case when total = 0 then 0 else zero::float8 / total end as zero_result_rate,
+         clicked as queries_with_click,
+         case when total = 0 then 0 else clicked::float8 / total end as query_ctr,
+         median as median_time_to_first_success_ms,
+         p75 as p75_time_to_first_success_ms
+  from totals`
+
 export function createTelemetryRepository(db: Db) {
   return {
     /** Appends the events in one INSERT; omitted optional fields take their defaults. */
@@ -41,36 +70,13 @@ export function createTelemetryRepository(db: Db) {
     /**
      * Every KPI of the window (fromMs, toMs] in one round trip and one scan: events are grouped
      * by query_id once (the '' group carries the queries without an id, which count as queries
-     * but never as clicked or successful), then the groups are summed.
+     * but never as clicked or successful), then the groups are summed. Planned for each call's
+     * window (an unnamed statement): a cached generic plan cannot know that a wide window covers
+     * most of the table and picks an index scan that is several times slower than the parallel
+     * scan (1.2 s instead of 0.2 s over 1M events, measured).
      */
     async metrics(fromMs: number, toMs: number): Promise<Omit<DocsSearchMetrics, 'window_minutes'>> {
-      const [row] = await db<Omit<DocsSearchMetrics, 'window_minutes'>[]>`
-        with per_query as (
-          select query_id,
-                 count(*) filter (where event = 'search_query') as queries,
-                 count(*) filter (where event = 'search_query' and results_count = 0) as zero_results,
-                 bool_or(event = 'search_result_click') as has_click,
-                 min(time_to_success_ms) filter (where time_to_success_ms > 0) as first_success_ms
-          from docs_search_events
-          where emitted_at_ms > ${fromMs} and emitted_at_ms <= ${toMs}
-          group by query_id
-        ),
-        totals as (
-          select coalesce(sum(queries), 0)::int as total,
-                 coalesce(sum(zero_results), 0)::int as zero,
-                 (count(*) filter (where query_id <> '' and queries > 0 and has_click))::int as clicked,
-                 percentile_disc(0.5) within group (order by first_success_ms) filter (where query_id <> '') as median,
-                 percentile_disc(0.75) within group (order by first_success_ms) filter (where query_id <> '') as p75
-          from per_query
-        )
-        select total as total_queries,
-               zero as zero_result_queries,
-               case when total = 0 then 0 else zero::float8 / total end as zero_result_rate,
-               clicked as queries_with_click,
-               case when total = 0 then 0 else clicked::float8 / total end as query_ctr,
-               median as median_time_to_first_success_ms,
-               p75 as p75_time_to_first_success_ms
-        from totals`
+      const [row] = await db.unsafe<Omit<DocsSearchMetrics, 'window_minutes'>[]>(METRICS_SQL, [fromMs, toMs], { prepare: false })
       return row!
     },
   }
