@@ -45,7 +45,9 @@ const file = statSync(target).isDirectory()
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile
 const byId = new Map(profile.nodes.map((n) => [n.id, n]))
 const selfTime = new Map<number, number>()
-profile.samples.forEach((id, i) => selfTime.set(id, (selfTime.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)))
+profile.samples.forEach((id, i) => {
+  selfTime.set(id, (selfTime.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0))
+})
 
 const categories = new Map<string, number>()
 const functions = new Map<string, number>()
