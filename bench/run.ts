@@ -4,13 +4,13 @@
 // drift by tens of percent between minutes, so every figure is a ratio to a reference measured
 // right next to it: each run of the service is paired with a run of its reference (the order
 // alternating), and the ratio reported is the median of the paired ratios.
-import { randomBytes, randomUUID } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
 import { API_KEY as KEY, SERVER_CPU, createBenchDatabase, startServer, startService, stopServers } from './harness.js'
+import { type BenchRequest, createBenchRequests, JSON_HEADERS } from './requests.js'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2)
@@ -19,20 +19,13 @@ const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '10,50').split(',').map(Nu
 // Comma-separated case-name prefixes to run (all when unset), e.g. BENCH_CASES='GET user,POST user'.
 const ONLY = process.env.BENCH_CASES?.split(',').map((x) => x.trim().toLowerCase())
 
-interface Request {
-  method: string
-  path: string
-  body?: string
-  headers?: Record<string, string>
-}
-
 interface Case {
   name: string
   /** What the service is measured against: the ceiling server doing the same SQL, or another case on the service. */
   reference: 'ceiling' | { label: string; case: Case }
   /** events per request, for throughput in events/s */
   perRequest?: number
-  request: () => Request
+  request: () => BenchRequest
 }
 
 interface Measurement {
@@ -47,7 +40,7 @@ async function drive(base: string, c: Case, connections: number, duration = DURA
     url: base,
     connections,
     duration,
-    headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+    headers: JSON_HEADERS,
     requests: [
       {
         setupRequest: (req: Record<string, unknown>) => {
@@ -67,76 +60,21 @@ const bench = await createBenchDatabase('bench')
 const sql = bench.sql
 
 try {
-  const users = await sql<{ system_user_id: string; system_uuid: string }[]>`select system_user_id, system_uuid from users order by system_user_id`
-  const notes = await sql<{ id: string; system_user_id: string; system_uuid: string }[]>`
-    select c.conspectus_uuid::text as id, u.system_user_id, u.system_uuid from conspectuses c join users u on u.client_uuid = c.user_id`
-  const dueOwner = users[0]!
-
   // BENCH_PROFILE: a folder for a V8 CPU profile of the service, written when it stops.
   const service = (await startService(bench.url, 3601, process.env.BENCH_PROFILE)).base
   const ceiling = (await startServer('ceiling', ['--import', 'tsx', 'bench/ceiling-server.ts'], 3602, { DATABASE_URL: bench.url })).base
+  const requests = await createBenchRequests(sql, service)
 
-  const replayBody = JSON.stringify({ system_user_id: 'replay-user', system_uuid: randomUUID(), full_name: 'Replay' })
-  await fetch(`${service}/api/v1/user`, { method: 'POST', body: replayBody, headers: { 'x-api-key': KEY, 'content-type': 'application/json', 'idempotency-key': 'replay-key' } })
-
-  let n = 0
-  const nextUser = () => users[n++ % users.length]!
-  const unique = () => `${process.pid}-${n++}-${randomBytes(4).toString('hex')}`
-  const telemetryBatch = JSON.stringify({
-    events: Array.from({ length: 500 }, (_, i) => ({ event: i % 3 ? 'search_query' : 'search_result_click', emitted_at_ms: Date.now(), query_id: `q${i % 50}`, results_count: i % 5 })),
-  })
-  const getUser: Case = {
-    name: 'GET user',
-    reference: 'ceiling',
-    request: () => {
-      const u = nextUser()
-      return { method: 'GET', path: `/api/v1/user/${u.system_uuid}/${u.system_user_id}` }
-    },
-  }
+  const getUser: Case = { name: 'GET user', reference: 'ceiling', request: requests.getUser }
   const cases: Case[] = [
     getUser,
-    {
-      name: 'POST user (new key)',
-      reference: 'ceiling',
-      request: () => {
-        const id = unique()
-        return { method: 'POST', path: '/api/v1/user', body: JSON.stringify({ system_user_id: `p${id}`.slice(0, 36), system_uuid: randomUUID(), full_name: 'New' }), headers: { 'idempotency-key': id } }
-      },
-    },
-    {
-      // The target is "a replay costs no more than a read": measured against GET user on the service.
-      name: 'POST user (replay)',
-      reference: { label: 'GET user (service)', case: getUser },
-      request: () => ({ method: 'POST', path: '/api/v1/user', body: replayBody, headers: { 'idempotency-key': 'replay-key' } }),
-    },
-    {
-      name: 'PATCH user',
-      reference: 'ceiling',
-      request: () => {
-        const u = nextUser()
-        return { method: 'PATCH', path: `/api/v1/user/${u.system_uuid}/${u.system_user_id}`, body: JSON.stringify({ username: `n${n}` }), headers: { 'idempotency-key': unique() } }
-      },
-    },
-    {
-      name: 'GET due list (50 rows)',
-      reference: 'ceiling',
-      request: () => ({ method: 'GET', path: `/api/v1/conspectuses/due?system_user_id=${dueOwner.system_user_id}&system_uuid=${dueOwner.system_uuid}&limit=50` }),
-    },
-    {
-      name: 'POST review',
-      reference: 'ceiling',
-      request: () => {
-        const note = notes[n++ % notes.length]!
-        const body = JSON.stringify({ system_user_id: note.system_user_id, system_uuid: note.system_uuid, outcome: 'remembered' })
-        return { method: 'POST', path: `/api/v1/conspectuses/${note.id}/actions/review`, body, headers: { 'idempotency-key': unique() } }
-      },
-    },
-    {
-      name: 'telemetry batch (500 events)',
-      reference: 'ceiling',
-      perRequest: 500,
-      request: () => ({ method: 'POST', path: '/api/v1/telemetry/docs-search/batch', body: telemetryBatch }),
-    },
+    { name: 'POST user (new key)', reference: 'ceiling', request: requests.postNewUser },
+    // The target is "a replay costs no more than a read": measured against GET user on the service.
+    { name: 'POST user (replay)', reference: { label: 'GET user (service)', case: getUser }, request: requests.replayUser },
+    { name: 'PATCH user', reference: 'ceiling', request: requests.patchUser },
+    { name: 'GET due list (50 rows)', reference: 'ceiling', request: () => requests.dueList(requests.firstUser) },
+    { name: 'POST review', reference: 'ceiling', request: () => requests.review() },
+    { name: 'telemetry batch (500 events)', reference: 'ceiling', perRequest: 500, request: requests.telemetryBatch },
   ]
 
   const rows: string[] = []

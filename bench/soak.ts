@@ -2,13 +2,13 @@
 // every SOAK_SAMPLE_SECONDS: throughput and the server's resident memory (RSS). Flat means the
 // RSS after warm-up stays within ±10 % of its median and the last minute serves as many
 // requests as the first (stock postgres.js 3.4.9 lost half within minutes; see patches/).
-import { randomBytes, randomUUID } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
-import { API_KEY, SERVER_CPU, createBenchDatabase, startService, stopServers } from './harness.js'
+import { SERVER_CPU, createBenchDatabase, startService, stopServers } from './harness.js'
+import { createBenchRequests, JSON_HEADERS } from './requests.js'
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 300)
 const SAMPLE_SECONDS = Number(process.env.SOAK_SAMPLE_SECONDS ?? 10)
@@ -25,31 +25,30 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 const bench = await createBenchDatabase('soak')
 try {
-  const users = await bench.sql<{ system_user_id: string; system_uuid: string }[]>`select system_user_id, system_uuid from users`
-  const notes = await bench.sql<{ id: string; system_user_id: string; system_uuid: string }[]>`
-    select c.conspectus_uuid::text as id, u.system_user_id, u.system_uuid from conspectuses c join users u on u.client_uuid = c.user_id`
   const service = await startService(bench.url, 3611)
-  const replayBody = JSON.stringify({ system_user_id: 'soak-replay', system_uuid: randomUUID(), full_name: 'Replay' })
-  const headers = { 'x-api-key': API_KEY, 'content-type': 'application/json' }
-  await fetch(`${service.base}/api/v1/user`, { method: 'POST', body: replayBody, headers: { ...headers, 'idempotency-key': 'soak-replay' } })
-
-  // The read and write mix of the benchmark cases, in turn.
+  const requests = await createBenchRequests(bench.sql, service.base)
+  // The read and write mix of the benchmark cases, in turn; a quarter of the reviews forget.
   let n = 0
-  const unique = () => `soak-${n}-${randomBytes(4).toString('hex')}`
-  type Request = { method: string; path: string; body?: string; headers?: Record<string, string> }
-  const mix: (() => Request)[] = [
-    () => { const u = users[n % users.length]!; return { method: 'GET', path: `/api/v1/user/${u.system_uuid}/${u.system_user_id}` } },
-    () => ({ method: 'POST', path: '/api/v1/user', body: JSON.stringify({ system_user_id: `s${n}-${randomBytes(3).toString('hex')}`, system_uuid: randomUUID(), full_name: 'Soak' }), headers: { 'idempotency-key': unique() } }),
-    () => ({ method: 'POST', path: '/api/v1/user', body: replayBody, headers: { 'idempotency-key': 'soak-replay' } }),
-    () => { const u = users[n % users.length]!; return { method: 'GET', path: `/api/v1/conspectuses/due?system_user_id=${u.system_user_id}&system_uuid=${u.system_uuid}&limit=50` } },
-    () => { const c = notes[n % notes.length]!; return { method: 'POST', path: `/api/v1/conspectuses/${c.id}/actions/review`, body: JSON.stringify({ system_user_id: c.system_user_id, system_uuid: c.system_uuid, outcome: n % 4 ? 'remembered' : 'forgot' }), headers: { 'idempotency-key': unique() } } },
+  const mix = [
+    requests.getUser,
+    requests.postNewUser,
+    requests.replayUser,
+    () => requests.dueList(),
+    () => requests.review(n % 4 ? 'remembered' : 'forgot'),
   ]
   const run = autocannon({
     url: service.base,
     connections: CONNECTIONS,
     duration: SECONDS,
-    headers,
-    requests: [{ setupRequest: (req: Record<string, unknown>) => { const r = mix[n++ % mix.length]!(); return { ...req, ...r, headers: { ...headers, ...r.headers } } } }],
+    headers: JSON_HEADERS,
+    requests: [
+      {
+        setupRequest: (req: Record<string, unknown>) => {
+          const r = mix[n++ % mix.length]!()
+          return { ...req, ...r, headers: { ...JSON_HEADERS, ...r.headers } }
+        },
+      },
+    ],
   })
   let answered = 0
   let failed = 0

@@ -15,11 +15,6 @@ export function pathTemplate(request: FastifyRequest): string {
   return url ? url.replace(/:(\w+)/g, '{$1}') : 'unmatched'
 }
 
-interface RouteSeries {
-  observe(seconds: number): void
-  inc(): void
-}
-
 /**
  * GET /metrics (Prometheus text): fastify-metrics serves the endpoint and the process metrics;
  * http_request_duration_seconds and http_requests_total by method, path_template and status, and
@@ -55,15 +50,13 @@ export default fp(
     })
 
     // Bounded: methods, registered routes (or "unmatched") and statuses are all finite sets.
-    const series = new Map<string, RouteSeries>()
-    const seriesFor = (request: FastifyRequest, reply: FastifyReply): RouteSeries => {
+    const series = new Map<string, { duration: { observe(seconds: number): void }; requests: { inc(): void } }>()
+    const seriesFor = (request: FastifyRequest, reply: FastifyReply) => {
       const id = `${request.method} ${request.routeOptions.url} ${reply.statusCode}`
       let found = series.get(id)
       if (!found) {
         const labels = { method: request.method, path_template: pathTemplate(request), status: String(reply.statusCode) }
-        const histogram = duration.labels(labels)
-        const counter = requests.labels(labels)
-        found = { observe: (seconds) => histogram.observe(seconds), inc: () => counter.inc() }
+        found = { duration: duration.labels(labels), requests: requests.labels(labels) }
         series.set(id, found)
       }
       return found
@@ -71,8 +64,8 @@ export default fp(
     fastify.addHook('onResponse', (request, reply, done) => {
       if (request.routeOptions.url !== '/metrics') {
         const route = seriesFor(request, reply)
-        route.observe(reply.elapsedTime / 1000)
-        route.inc()
+        route.duration.observe(reply.elapsedTime / 1000)
+        route.requests.inc()
       }
       done()
     })

@@ -1,0 +1,66 @@
+// The requests the benchmarks send, over the seeded data set: one builder per route case,
+// shared by the paired benchmark (run.ts) and the soak (soak.ts).
+import { randomBytes, randomUUID } from 'node:crypto'
+import type postgres from 'postgres'
+import { API_KEY } from './harness.js'
+
+export interface BenchRequest {
+  method: string
+  path: string
+  body?: string
+  headers?: Record<string, string>
+}
+
+interface UserKey {
+  system_user_id: string
+  system_uuid: string
+}
+
+export const JSON_HEADERS = { 'x-api-key': API_KEY, 'content-type': 'application/json' }
+const REPLAY_KEY = 'replay-key'
+
+/** Loads the seeded users and notes, stores one answer to replay, and returns the builders. */
+export async function createBenchRequests(sql: postgres.Sql, serviceBase: string) {
+  const users = await sql<UserKey[]>`select system_user_id, system_uuid from users order by system_user_id`
+  const notes = await sql<(UserKey & { id: string })[]>`
+    select c.conspectus_uuid::text as id, u.system_user_id, u.system_uuid from conspectuses c join users u on u.client_uuid = c.user_id`
+  const replayBody = JSON.stringify({ system_user_id: 'replay-user', system_uuid: randomUUID(), full_name: 'Replay' })
+  await fetch(`${serviceBase}/api/v1/user`, { method: 'POST', body: replayBody, headers: { ...JSON_HEADERS, 'idempotency-key': REPLAY_KEY } })
+
+  let n = 0
+  const nextUser = () => users[n++ % users.length]!
+  const unique = () => `${process.pid}-${n++}-${randomBytes(4).toString('hex')}`
+  const telemetryBatch = JSON.stringify({
+    events: Array.from({ length: 500 }, (_, i) => ({ event: i % 3 ? 'search_query' : 'search_result_click', emitted_at_ms: Date.now(), query_id: `q${i % 50}`, results_count: i % 5 })),
+  })
+  return {
+    firstUser: users[0]!,
+    getUser(): BenchRequest {
+      const u = nextUser()
+      return { method: 'GET', path: `/api/v1/user/${u.system_uuid}/${u.system_user_id}` }
+    },
+    postNewUser(): BenchRequest {
+      const id = unique()
+      const body = JSON.stringify({ system_user_id: `p${id}`.slice(0, 36), system_uuid: randomUUID(), full_name: 'New' })
+      return { method: 'POST', path: '/api/v1/user', body, headers: { 'idempotency-key': id } }
+    },
+    replayUser(): BenchRequest {
+      return { method: 'POST', path: '/api/v1/user', body: replayBody, headers: { 'idempotency-key': REPLAY_KEY } }
+    },
+    patchUser(): BenchRequest {
+      const u = nextUser()
+      return { method: 'PATCH', path: `/api/v1/user/${u.system_uuid}/${u.system_user_id}`, body: JSON.stringify({ username: `n${n}` }), headers: { 'idempotency-key': unique() } }
+    },
+    dueList(owner: UserKey = nextUser()): BenchRequest {
+      return { method: 'GET', path: `/api/v1/conspectuses/due?system_user_id=${owner.system_user_id}&system_uuid=${owner.system_uuid}&limit=50` }
+    },
+    review(outcome: 'remembered' | 'forgot' = 'remembered'): BenchRequest {
+      const note = notes[n++ % notes.length]!
+      const body = JSON.stringify({ system_user_id: note.system_user_id, system_uuid: note.system_uuid, outcome })
+      return { method: 'POST', path: `/api/v1/conspectuses/${note.id}/actions/review`, body, headers: { 'idempotency-key': unique() } }
+    },
+    telemetryBatch(): BenchRequest {
+      return { method: 'POST', path: '/api/v1/telemetry/docs-search/batch', body: telemetryBatch }
+    },
+  }
+}
