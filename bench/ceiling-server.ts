@@ -14,24 +14,27 @@ app.get<{ Params: { system_uuid: string; system_user_id: string } }>('/api/v1/us
 
 app.post<{ Body: { system_user_id: string; system_uuid: string; full_name: string } }>('/api/v1/user', async (req, reply) => {
   const key = req.headers['idempotency-key'] as string
-  const user = await sql.begin(async (tx) => {
+  const json = await sql.begin(async (tx) => {
     const [u] = await tx`insert into users (system_user_id, system_uuid, full_name) values (${req.body.system_user_id}, ${req.body.system_uuid}, ${req.body.full_name}) returning *`
+    const answer = JSON.stringify(u)
     await tx`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-             values ('/api/v1/user', ${key}, 'h', 201, ${tx.json(u as never)}, now() + interval '1 day')`
-    return u
+             values ('/api/v1/user', ${key}, 'h', 201, ${answer}, now() + interval '1 day')`
+    return answer
   })
-  return reply.code(201).send(user)
+  return reply.code(201).type('application/json').send(json)
 })
 
-app.patch<{ Params: { system_uuid: string; system_user_id: string }; Body: { username: string } }>('/api/v1/user/:system_uuid/:system_user_id', async (req) => {
+app.patch<{ Params: { system_uuid: string; system_user_id: string }; Body: { username: string } }>('/api/v1/user/:system_uuid/:system_user_id', async (req, reply) => {
   const key = req.headers['idempotency-key'] as string
-  return sql.begin(async (tx) => {
+  const json = await sql.begin(async (tx) => {
     const [u] = await tx`update users set username = ${req.body.username}, updated_at = now()
                          where system_uuid = ${req.params.system_uuid} and system_user_id = ${req.params.system_user_id} returning *`
+    const answer = JSON.stringify(u)
     await tx`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-             values ('ceiling-patch', ${key}, 'h', 200, ${tx.json(u as never)}, now() + interval '1 day')`
-    return u
+             values ('ceiling-patch', ${key}, 'h', 200, ${answer}, now() + interval '1 day')`
+    return answer
   })
+  return reply.type('application/json').send(json)
 })
 
 app.get<{ Querystring: { system_user_id: string; system_uuid: string } }>('/api/v1/conspectuses/due', async (req) => {
@@ -40,15 +43,17 @@ app.get<{ Querystring: { system_user_id: string; system_uuid: string } }>('/api/
              order by c.next_review_at, c.conspectus_uuid limit 50`
 })
 
-app.post<{ Params: { id: string } }>('/api/v1/conspectuses/:id/actions/review', async (req) => {
+app.post<{ Params: { id: string } }>('/api/v1/conspectuses/:id/actions/review', async (req, reply) => {
   const key = req.headers['idempotency-key'] as string
-  return sql.begin(async (tx) => {
+  const json = await sql.begin(async (tx) => {
     const [c] = await tx`update conspectuses set slot = 'B', review_count = review_count + 1, last_reviewed_at = now(), next_review_at = now() + interval '3 days'
                          where conspectus_uuid = ${req.params.id} returning *`
+    const answer = JSON.stringify(c)
     await tx`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-             values ('ceiling-review', ${key}, 'h', 200, ${tx.json(c as never)}, now() + interval '1 day')`
-    return c
+             values ('ceiling-review', ${key}, 'h', 200, ${answer}, now() + interval '1 day')`
+    return answer
   })
+  return reply.type('application/json').send(json)
 })
 
 app.post<{ Body: { events: Record<string, unknown>[] } }>('/api/v1/telemetry/docs-search/batch', async (req, reply) => {

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { components, operations } from '../generated/api.js'
 import type { Config } from '../src/config.js'
 import type { Database } from '../src/plugins/database.js'
-import type { IdempotentWrite, WriteOutcome } from '../src/idempotency/idempotent-write.js'
+import type { IdempotentWrite, SerializeAnswer, WriteOutcome } from '../src/idempotency/idempotent-write.js'
 
 export type Schemas = components['schemas']
 export type OperationName = keyof operations
@@ -32,9 +32,15 @@ export interface HandlerDeps {
   isDraining: () => boolean
 }
 
-/** Sends an idempotent write's outcome, marking replays. */
-export function sendOutcome<T>(reply: FastifyReply, outcome: WriteOutcome<T>): T {
-  reply.code(outcome.status)
+/** The route's own response serializer: what an idempotent write stores is what it sends. */
+export const routeSerializer =
+  (reply: FastifyReply): SerializeAnswer =>
+  (status, body) =>
+    reply.serializeInput(body as Record<string, unknown>, String(status), 'application/json') as string
+
+/** Sends an idempotent write's answer (already JSON text, so Fastify sends it as is), marking replays. */
+export function sendOutcome(reply: FastifyReply, outcome: WriteOutcome): string {
+  reply.code(outcome.status).type('application/json; charset=utf-8')
   if (outcome.replayed) reply.header('idempotent-replayed', 'true')
-  return outcome.body
+  return outcome.json
 }

@@ -2,7 +2,7 @@
 import { appError } from '../src/errors.js'
 import { UserKeyConflict, type UserChanges, type UserKey } from '../src/repositories/users.js'
 import type { Repositories } from '../src/repositories/index.js'
-import { sendOutcome, type HandlerDeps, type RequestBody, type ServiceHandlers } from './types.js'
+import { routeSerializer, sendOutcome, type HandlerDeps, type RequestBody, type ServiceHandlers } from './types.js'
 
 type UserOperations = 'createUser' | 'getUserBySystemUserId' | 'updateUserBySystemUserId' | 'patchUserBySystemUserId'
 
@@ -48,7 +48,7 @@ export function createUserHandlers({ db, idempotentWrite }: HandlerDeps): Servic
   return {
     async createUser(request, reply) {
       const body = request.body
-      const outcome = await idempotentWrite('/api/v1/user', request.headers['idempotency-key'], body, async (repos) => {
+      const outcome = await idempotentWrite('/api/v1/user', request.headers['idempotency-key'], body, routeSerializer(reply), async (repos) => {
         const user = await repos.users.create({
           system_user_id: body.system_user_id,
           system_uuid: body.system_uuid,
@@ -73,7 +73,7 @@ export function createUserHandlers({ db, idempotentWrite }: HandlerDeps): Servic
     async updateUserBySystemUserId(request, reply) {
       const key = request.params
       const changes = replacementChanges(request.body)
-      const outcome = await idempotentWrite(userPath(key), request.headers['idempotency-key'], request.body, (repos) =>
+      const outcome = await idempotentWrite(userPath(key), request.headers['idempotency-key'], request.body, routeSerializer(reply), (repos) =>
         applyChanges(repos, key, changes),
       )
       return sendOutcome(reply, outcome)
@@ -83,7 +83,7 @@ export function createUserHandlers({ db, idempotentWrite }: HandlerDeps): Servic
       const key = request.params
       const changes = patchChanges(request.body)
       if (Object.keys(changes).length === 0) throw appError('USER_PATCH_BODY_EMPTY')
-      const outcome = await idempotentWrite(`PATCH ${userPath(key)}`, request.headers['idempotency-key'], request.body, (repos) =>
+      const outcome = await idempotentWrite(`PATCH ${userPath(key)}`, request.headers['idempotency-key'], request.body, routeSerializer(reply), (repos) =>
         applyChanges(repos, key, changes),
       )
       return sendOutcome(reply, outcome)

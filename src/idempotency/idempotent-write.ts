@@ -7,6 +7,8 @@
 // The transaction costs two round trips beyond the work's own statements' latency: BEGIN is
 // pipelined with the work's first statement, and COMMIT with the answer's INSERT (PostgreSQL
 // answers the COMMIT of a transaction whose INSERT failed with a rollback).
+// The answer is stored as the JSON text the route's serializer made, and a replay sends that
+// text as it is: the same bytes, and no parse or serialization on the replay path.
 import { appError, AppError } from '../errors.js'
 import type { Database } from '../plugins/database.js'
 import type { Repositories } from '../repositories/index.js'
@@ -18,15 +20,21 @@ export interface WriteResult<T> {
   status: number
   body: T
 }
-export interface WriteOutcome<T> extends WriteResult<T> {
+/** The answer to send: its status and its JSON text. */
+export interface WriteOutcome {
+  status: number
+  json: string
   replayed: boolean
 }
+/** The route's response serializer for a status. */
+export type SerializeAnswer = (status: number, body: unknown) => string
 export type IdempotentWrite = <T>(
   scope: string,
   key: unknown,
   body: unknown,
+  serialize: SerializeAnswer,
   work: (repos: Repositories) => Promise<WriteResult<T>>,
-) => Promise<WriteOutcome<T>>
+) => Promise<WriteOutcome>
 
 const KEY_TAKEN = Symbol('key taken')
 
@@ -35,13 +43,20 @@ const isKeyTaken = (err: unknown) =>
 
 export function createIdempotentWrite(db: Database, ttlHours: number): IdempotentWrite {
   /** One transaction: the work, then the answer; KEY_TAKEN when another request stored the pair first. */
-  async function attempt<T>(scope: string, key: string, hash: string, work: (repos: Repositories) => Promise<WriteResult<T>>) {
+  async function attempt<T>(
+    scope: string,
+    key: string,
+    hash: string,
+    serialize: SerializeAnswer,
+    work: (repos: Repositories) => Promise<WriteResult<T>>,
+  ): Promise<WriteOutcome | typeof KEY_TAKEN> {
     const connection = await db.reserve()
     try {
       const begun = connection.sql`begin`.execute()
-      let result: WriteResult<T>
+      let answer: WriteOutcome
       try {
-        result = await work(connection.repos)
+        const result = await work(connection.repos)
+        answer = { status: result.status, json: serialize(result.status, result.body), replayed: false }
         await begun
       } catch (err) {
         await begun.catch(() => {})
@@ -49,7 +64,7 @@ export function createIdempotentWrite(db: Database, ttlHours: number): Idempoten
         throw err
       }
       const [recorded, committed] = await Promise.allSettled([
-        connection.repos.idempotency.record(scope, key, hash, result.status, result.body, ttlHours),
+        connection.repos.idempotency.record(scope, key, hash, answer.status, answer.json, ttlHours),
         connection.sql`commit`.execute(),
       ])
       if (committed.status === 'rejected') throw committed.reason
@@ -57,28 +72,34 @@ export function createIdempotentWrite(db: Database, ttlHours: number): Idempoten
         if (isKeyTaken(recorded.reason)) return KEY_TAKEN
         throw recorded.reason
       }
-      return result
+      return answer
     } finally {
       connection.release()
     }
   }
 
-  return async function idempotentWrite<T>(scope: string, key: unknown, body: unknown, work: (repos: Repositories) => Promise<WriteResult<T>>) {
+  return async function idempotentWrite<T>(
+    scope: string,
+    key: unknown,
+    body: unknown,
+    serialize: SerializeAnswer,
+    work: (repos: Repositories) => Promise<WriteResult<T>>,
+  ): Promise<WriteOutcome> {
     if (key === undefined) throw appError('IDEMPOTENCY_KEY_REQUIRED')
     if (!isValidIdempotencyKey(key)) throw appError('IDEMPOTENCY_KEY_INVALID')
     const hash = requestHash(body)
-    const replay = (stored: StoredAnswer): WriteOutcome<T> => {
+    const replay = (stored: StoredAnswer): WriteOutcome => {
       if (stored.request_hash !== hash) throw appError('IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD')
-      return { status: stored.status_code, body: stored.response_body as T, replayed: true }
+      return { status: stored.status_code, json: stored.response_body, replayed: true }
     }
 
     const stored = await db.repos.idempotency.find(scope, key)
     if (stored) return replay(stored)
 
     for (let tries = 0; tries < 2; tries++) {
-      let result: WriteResult<T> | typeof KEY_TAKEN
+      let result: WriteOutcome | typeof KEY_TAKEN
       try {
-        result = await attempt(scope, key, hash, work)
+        result = await attempt(scope, key, hash, serialize, work)
       } catch (err) {
         // A business error may come from waiting on a concurrent twin that has now committed
         // (its user row, its slot move): the pair's answer, if there is one, is the answer.
@@ -87,7 +108,7 @@ export function createIdempotentWrite(db: Database, ttlHours: number): Idempoten
         if (winner) return replay(winner)
         throw err
       }
-      if (result !== KEY_TAKEN) return { ...result, replayed: false }
+      if (result !== KEY_TAKEN) return result
       const winner = await db.repos.idempotency.find(scope, key)
       if (winner) return replay(winner)
       // The pair's record has expired but is not purged yet: take it over once.

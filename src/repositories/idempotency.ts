@@ -4,7 +4,8 @@ import type { Db } from '../db/client.js'
 export interface StoredAnswer {
   request_hash: string
   status_code: number
-  response_body: unknown
+  /** The answer's JSON text, exactly as it was sent. */
+  response_body: string
 }
 
 export function createIdempotencyRepository(db: Db) {
@@ -24,10 +25,10 @@ export function createIdempotencyRepository(db: Db) {
      * statement queued after it on the same connection (the COMMIT) runs after it. Fails with a
      * primary-key violation when the pair is taken; an uncommitted holder is waited for.
      */
-    record(scope: string, key: string, hash: string, status: number, body: unknown, ttlHours: number): Promise<unknown> {
+    record(scope: string, key: string, hash: string, status: number, body: string, ttlHours: number): Promise<unknown> {
       return db`
         insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-        values (${scope}, ${key}, ${hash}, ${status}, ${db.json(body as never)}, now() + make_interval(hours => ${ttlHours}))`.execute()
+        values (${scope}, ${key}, ${hash}, ${status}, ${body}, now() + make_interval(hours => ${ttlHours}))`.execute()
     },
 
     /** Removes the pair's record if it has expired (the purge has not reached it yet). */
