@@ -16,6 +16,8 @@ export interface BenchDatabase {
   url: string
   /** A plain client: seeding a million rows outlasts the service's statement_timeout. */
   sql: postgres.Sql
+  /** Stops the autovacuum stand-in: a whole-database VACUUM ANALYZE would overlap latency samples. */
+  stopVacuumStandIn(): Promise<unknown>
   drop(): Promise<void>
 }
 
@@ -44,6 +46,7 @@ export async function createBenchDatabase(prefix: string): Promise<BenchDatabase
   return {
     url,
     sql,
+    stopVacuumStandIn: () => autovacuum.stop(),
     async drop() {
       await autovacuum.stop()
       await sql.end()
