@@ -1,8 +1,14 @@
 // Start-up: configuration checks and migrations that are safe with several replicas.
+import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
 import t from 'tap'
+import { buildApp } from '../../src/app.js'
 import { ConfigError, DEV_API_KEY, loadConfig } from '../../src/config.js'
 import { migrate } from '../../src/db/migrate.js'
 import { createClient } from '../../src/db/client.js'
+import { requestHash } from '../../src/idempotency/request-hash.js'
+import { projectRoot } from '../../src/paths.js'
 import { createTestDatabase } from '../helpers/database.js'
 
 t.test('defaults: dev profile with the development key', async (t) => {
@@ -39,4 +45,35 @@ t.test('replicas migrating at once apply every file exactly once', async (t) => 
   const rows = await db.sql<{ name: string }[]>`select name from schema_migrations order by name`
   t.same(rows.map((r) => r.name), [...all].sort())
   t.same(await migrate(db.sql), [], 'a later start has nothing to apply')
+})
+
+t.test('answers stored as jsonb before migration 0006 are still replayed after it', async (t) => {
+  const db = await createTestDatabase(t)
+  await db.sql`drop schema public cascade`
+  await db.sql`create schema public`
+  // Migrate up to 0005 only, from a folder holding just those files.
+  const all = path.join(projectRoot, 'db/migrations')
+  const upTo0005 = await mkdtemp(path.join(os.tmpdir(), 'migrations-'))
+  t.teardown(() => rm(upTo0005, { recursive: true, force: true }))
+  for (const file of (await readdir(all)).filter((f) => f.endsWith('.sql') && f < '0006')) await copyFile(path.join(all, file), path.join(upTo0005, file))
+  await migrate(db.sql, upTo0005)
+  const user = { system_user_id: 'before-0006', system_uuid: '5b0d7a0e-6c1f-4c39-9a51-0f3c3f1b2a11', full_name: 'Stored Before' }
+  const config = loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent' })
+  // The first answer, as the service of 0005 stored it (jsonb), with the body's canonical hash.
+  const answer = { ...user, client_uuid: 'c5a1a1e2-3d4b-4c5d-8e6f-7a8b9c0d1e2f', username: null, timezone: 'UTC', is_row_invalid: 0, invalidation_reason_uuid: null, created_at: '2026-11-22T10:00:00.000Z', updated_at: '2026-11-22T10:00:00.000Z' }
+  await db.sql`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
+               values ('/api/v1/user', 'old-key', ${requestHash(user)}, 201, ${db.sql.json(answer)}, now() + interval '1 hour')`
+
+  t.same(await migrate(db.sql), ['0006_idempotency_answer_text.sql'])
+  const app = await buildApp({ config, sql: db.sql, logger: false })
+  t.teardown(() => app.close())
+  const replay = await app.inject({
+    method: 'POST',
+    url: '/api/v1/user',
+    payload: user,
+    headers: { 'x-api-key': 'k', 'idempotency-key': 'old-key' },
+  })
+  t.equal(replay.statusCode, 201)
+  t.equal(replay.headers['idempotent-replayed'], 'true')
+  t.same(replay.json(), answer)
 })
