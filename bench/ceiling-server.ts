@@ -7,6 +7,14 @@ import postgres from 'postgres'
 const sql = postgres(process.env.DATABASE_URL!, { max: 10, onnotice: () => {} })
 const app = Fastify({ logger: false })
 
+/** The answer as JSON text, stored for its Idempotency-Key in the transaction: what the route sends. */
+async function recordAnswer(tx: postgres.TransactionSql, scope: string, key: string, status: number, row: unknown): Promise<string> {
+  const answer = JSON.stringify(row)
+  await tx`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
+           values (${scope}, ${key}, 'h', ${status}, ${answer}, now() + interval '1 day')`
+  return answer
+}
+
 app.get<{ Params: { system_uuid: string; system_user_id: string } }>('/api/v1/user/:system_uuid/:system_user_id', async (req) => {
   const [u] = await sql`select * from users where system_uuid = ${req.params.system_uuid} and system_user_id = ${req.params.system_user_id}`
   return u
@@ -16,10 +24,7 @@ app.post<{ Body: { system_user_id: string; system_uuid: string; full_name: strin
   const key = req.headers['idempotency-key'] as string
   const json = await sql.begin(async (tx) => {
     const [u] = await tx`insert into users (system_user_id, system_uuid, full_name) values (${req.body.system_user_id}, ${req.body.system_uuid}, ${req.body.full_name}) returning *`
-    const answer = JSON.stringify(u)
-    await tx`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-             values ('/api/v1/user', ${key}, 'h', 201, ${answer}, now() + interval '1 day')`
-    return answer
+    return recordAnswer(tx, '/api/v1/user', key, 201, u)
   })
   return reply.code(201).type('application/json').send(json)
 })
@@ -29,10 +34,7 @@ app.patch<{ Params: { system_uuid: string; system_user_id: string }; Body: { use
   const json = await sql.begin(async (tx) => {
     const [u] = await tx`update users set username = ${req.body.username}, updated_at = now()
                          where system_uuid = ${req.params.system_uuid} and system_user_id = ${req.params.system_user_id} returning *`
-    const answer = JSON.stringify(u)
-    await tx`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-             values ('ceiling-patch', ${key}, 'h', 200, ${answer}, now() + interval '1 day')`
-    return answer
+    return recordAnswer(tx, 'ceiling-patch', key, 200, u)
   })
   return reply.type('application/json').send(json)
 })
@@ -48,10 +50,7 @@ app.post<{ Params: { id: string } }>('/api/v1/conspectuses/:id/actions/review', 
   const json = await sql.begin(async (tx) => {
     const [c] = await tx`update conspectuses set slot = 'B', review_count = review_count + 1, last_reviewed_at = now(), next_review_at = now() + interval '3 days'
                          where conspectus_uuid = ${req.params.id} returning *`
-    const answer = JSON.stringify(c)
-    await tx`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-             values ('ceiling-review', ${key}, 'h', 200, ${answer}, now() + interval '1 day')`
-    return answer
+    return recordAnswer(tx, 'ceiling-review', key, 200, c)
   })
   return reply.type('application/json').send(json)
 })

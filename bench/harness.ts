@@ -12,6 +12,9 @@ import { ADMIN_URL, databaseUrl } from '../test/helpers/database.js'
 export const API_KEY = 'bench-key'
 export const SERVER_CPU = process.env.BENCH_SERVER_CPU ?? '0'
 
+/** The middle value (the upper one of an even count). */
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
 export interface BenchDatabase {
   url: string
   /** A plain client: seeding a million rows outlasts the service's statement_timeout. */

@@ -17,6 +17,24 @@ interface UserKey {
 }
 
 export const JSON_HEADERS = { 'x-api-key': API_KEY, 'content-type': 'application/json' }
+
+/** autocannon options that send, on every connection, the request `next` builds each time. */
+export function loadOptions(url: string, connections: number, duration: number, next: () => BenchRequest) {
+  return {
+    url,
+    connections,
+    duration,
+    headers: JSON_HEADERS,
+    requests: [
+      {
+        setupRequest: (req: Record<string, unknown>) => {
+          const r = next()
+          return { ...req, ...r, headers: { ...JSON_HEADERS, ...r.headers } }
+        },
+      },
+    ],
+  }
+}
 const REPLAY_KEY = 'replay-key'
 
 /** Loads the seeded users and notes, stores one answer to replay, and returns the builders. */

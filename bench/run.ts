@@ -9,8 +9,8 @@ import os from 'node:os'
 import path from 'node:path'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
-import { API_KEY as KEY, SERVER_CPU, createBenchDatabase, startServer, startService, stopServers } from './harness.js'
-import { type BenchRequest, createBenchRequests, JSON_HEADERS } from './requests.js'
+import { API_KEY as KEY, SERVER_CPU, createBenchDatabase, median, startServer, startService, stopServers } from './harness.js'
+import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2)
@@ -36,24 +36,10 @@ interface Measurement {
 }
 
 async function drive(base: string, c: Case, connections: number, duration = DURATION): Promise<Measurement> {
-  const result = await autocannon({
-    url: base,
-    connections,
-    duration,
-    headers: JSON_HEADERS,
-    requests: [
-      {
-        setupRequest: (req: Record<string, unknown>) => {
-          const r = c.request()
-          return { ...req, ...r, headers: { ...(req.headers as object), ...r.headers } }
-        },
-      },
-    ],
-  })
+  const result = await autocannon(loadOptions(base, connections, duration, c.request))
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad: result.non2xx + result.errors }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 const range = (xs: number[], digits = 0) => `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`
 
 const bench = await createBenchDatabase('bench')

@@ -7,8 +7,8 @@ import os from 'node:os'
 import path from 'node:path'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
-import { SERVER_CPU, createBenchDatabase, startService, stopServers } from './harness.js'
-import { createBenchRequests, JSON_HEADERS } from './requests.js'
+import { SERVER_CPU, createBenchDatabase, median, startService, stopServers } from './harness.js'
+import { createBenchRequests, loadOptions } from './requests.js'
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 300)
 const SAMPLE_SECONDS = Number(process.env.SOAK_SAMPLE_SECONDS ?? 10)
@@ -21,7 +21,6 @@ const cpuTicks = (pid: number) => {
   return Number(fields[11]) + Number(fields[12])
 }
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 const bench = await createBenchDatabase('soak')
 try {
@@ -36,20 +35,7 @@ try {
     () => requests.dueList(),
     () => requests.review(n % 4 ? 'remembered' : 'forgot'),
   ]
-  const run = autocannon({
-    url: service.base,
-    connections: CONNECTIONS,
-    duration: SECONDS,
-    headers: JSON_HEADERS,
-    requests: [
-      {
-        setupRequest: (req: Record<string, unknown>) => {
-          const r = mix[n++ % mix.length]!()
-          return { ...req, ...r, headers: { ...JSON_HEADERS, ...r.headers } }
-        },
-      },
-    ],
-  })
+  const run = autocannon(loadOptions(service.base, CONNECTIONS, SECONDS, () => mix[n++ % mix.length]!()))
   let answered = 0
   let failed = 0
   run.on('response', (_client, status) => {

@@ -3,7 +3,7 @@ import { appError } from '../src/errors.js'
 import type { ConspectusContent } from '../src/repositories/conspectuses.js'
 import { FIRST_SLOT, nextReviewAt, reviewMoves } from '../src/schedule/leitner.js'
 import { requireOwner } from './owner.js'
-import { routeSerializer, sendOutcome, type HandlerDeps, type ServiceHandlers } from './types.js'
+import { answerIdempotently, type HandlerDeps, type ServiceHandlers } from './types.js'
 
 type ConspectusOperations = 'createConspectus' | 'listDueConspectuses' | 'patchConspectus' | 'reviewConspectus' | 'getScheduleSummary'
 
@@ -13,7 +13,7 @@ export function createConspectusHandlers({ db, idempotentWrite, now }: HandlerDe
   return {
     async createConspectus(request, reply) {
       const body = request.body
-      const outcome = await idempotentWrite('/api/v1/conspectuses', request.headers['idempotency-key'], body, routeSerializer(reply), async (repos) => {
+      return answerIdempotently(idempotentWrite, request, reply, '/api/v1/conspectuses', async (repos) => {
         const owner = await requireOwner(repos, body)
         const at = now()
         const conspectus = await repos.conspectuses.create(owner.client_uuid, {
@@ -27,7 +27,6 @@ export function createConspectusHandlers({ db, idempotentWrite, now }: HandlerDe
         })
         return { status: 201, body: conspectus }
       })
-      return sendOutcome(reply, outcome)
     },
 
     async listDueConspectuses(request) {
@@ -43,27 +42,25 @@ export function createConspectusHandlers({ db, idempotentWrite, now }: HandlerDe
       for (const field of CONTENT_FIELDS) if (body[field] !== undefined) (content as Record<string, unknown>)[field] = body[field]
       if (Object.keys(content).length === 0) throw appError('CONSPECTUS_PATCH_BODY_EMPTY')
       const scope = `PATCH /api/v1/conspectuses/${conspectus_uuid}`
-      const outcome = await idempotentWrite(scope, request.headers['idempotency-key'], body, routeSerializer(reply), async (repos) => {
+      return answerIdempotently(idempotentWrite, request, reply, scope, async (repos) => {
         const owner = await requireOwner(repos, body)
         const updated = await repos.conspectuses.updateContent(owner.client_uuid, conspectus_uuid, content, now())
         if (!updated) throw appError('CONSPECTUS_NOT_FOUND')
         return { status: 200, body: updated }
       })
-      return sendOutcome(reply, outcome)
     },
 
     async reviewConspectus(request, reply) {
       const { conspectus_uuid } = request.params
       const body = request.body
       const scope = `/api/v1/conspectuses/${conspectus_uuid}/actions/review`
-      const outcome = await idempotentWrite(scope, request.headers['idempotency-key'], body, routeSerializer(reply), async (repos) => {
+      return answerIdempotently(idempotentWrite, request, reply, scope, async (repos) => {
         const owner = await requireOwner(repos, body)
         const at = now()
         const reviewed = await repos.conspectuses.recordReview(owner.client_uuid, conspectus_uuid, reviewMoves(body.outcome, at, owner.timezone), at)
         if (!reviewed) throw appError('CONSPECTUS_NOT_FOUND')
         return { status: 200, body: reviewed }
       })
-      return sendOutcome(reply, outcome)
     },
 
     async getScheduleSummary(request) {

@@ -3,13 +3,13 @@ import { appError } from '../src/errors.js'
 import { decodeCursor, encodeCursor } from '../src/pagination/cursor.js'
 import { invalidQueryParameter } from '../src/validation/request-validation-error.js'
 import { requireOwner } from './owner.js'
-import { routeSerializer, sendOutcome, type HandlerDeps, type ServiceHandlers } from './types.js'
+import { answerIdempotently, type HandlerDeps, type ServiceHandlers } from './types.js'
 
 export function createErrorLogHandlers({ db, idempotentWrite }: HandlerDeps): ServiceHandlers<'createErrorLog' | 'listErrorLogs'> {
   return {
     async createErrorLog(request, reply) {
       const body = request.body
-      const outcome = await idempotentWrite('/api/v1/errors', request.headers['idempotency-key'], body, routeSerializer(reply), async (repos) => {
+      return answerIdempotently(idempotentWrite, request, reply, '/api/v1/errors', async (repos) => {
         const owner = await requireOwner(repos, body)
         const conspectusUuid = body.conspectus_uuid ?? null
         if (conspectusUuid && !(await repos.conspectuses.exists(owner.client_uuid, conspectusUuid))) {
@@ -22,7 +22,6 @@ export function createErrorLogHandlers({ db, idempotentWrite }: HandlerDeps): Se
         })
         return { status: 201, body: entry }
       })
-      return sendOutcome(reply, outcome)
     },
 
     async listErrorLogs(request) {

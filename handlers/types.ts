@@ -3,7 +3,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { components, operations } from '../generated/api.js'
 import type { Config } from '../src/config.js'
 import type { Database } from '../src/plugins/database.js'
-import type { IdempotentWrite, SerializeAnswer, WriteOutcome } from '../src/idempotency/idempotent-write.js'
+import type { IdempotentWrite, WriteResult } from '../src/idempotency/idempotent-write.js'
+import type { Repositories } from '../src/repositories/index.js'
 
 export type Schemas = components['schemas']
 export type OperationName = keyof operations
@@ -32,14 +33,22 @@ export interface HandlerDeps {
   isDraining: () => boolean
 }
 
-/** The route's own response serializer: what an idempotent write stores is what it sends. */
-export const routeSerializer =
-  (reply: FastifyReply): SerializeAnswer =>
-  (status, body) =>
+/**
+ * Runs the request's idempotent write (its Idempotency-Key, its body) and sends the answer. The
+ * answer is serialized by the route's own response serializer and stored as that text, so the
+ * first answer and every replay are the same bytes; replays are marked.
+ */
+export async function answerIdempotently<T>(
+  idempotentWrite: IdempotentWrite,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  scope: string,
+  work: (repos: Repositories) => Promise<WriteResult<T>>,
+): Promise<string> {
+  const serialize = (status: number, body: unknown) =>
     reply.serializeInput(body as Record<string, unknown>, String(status), 'application/json') as string
-
-/** Sends an idempotent write's answer (already JSON text, so Fastify sends it as is), marking replays. */
-export function sendOutcome(reply: FastifyReply, outcome: WriteOutcome): string {
+  const outcome = await idempotentWrite(scope, request.headers['idempotency-key'], request.body, serialize, work)
+  // Already JSON text with its content type: Fastify sends it as it is.
   reply.code(outcome.status).type('application/json; charset=utf-8')
   if (outcome.replayed) reply.header('idempotent-replayed', 'true')
   return outcome.json

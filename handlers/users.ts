@@ -2,7 +2,7 @@
 import { appError } from '../src/errors.js'
 import { UserKeyConflict, type UserChanges, type UserKey } from '../src/repositories/users.js'
 import type { Repositories } from '../src/repositories/index.js'
-import { routeSerializer, sendOutcome, type HandlerDeps, type RequestBody, type ServiceHandlers } from './types.js'
+import { answerIdempotently, type HandlerDeps, type RequestBody, type ServiceHandlers } from './types.js'
 
 type UserOperations = 'createUser' | 'getUserBySystemUserId' | 'updateUserBySystemUserId' | 'patchUserBySystemUserId'
 
@@ -48,7 +48,7 @@ export function createUserHandlers({ db, idempotentWrite }: HandlerDeps): Servic
   return {
     async createUser(request, reply) {
       const body = request.body
-      const outcome = await idempotentWrite('/api/v1/user', request.headers['idempotency-key'], body, routeSerializer(reply), async (repos) => {
+      return answerIdempotently(idempotentWrite, request, reply, '/api/v1/user', async (repos) => {
         const user = await repos.users.create({
           system_user_id: body.system_user_id,
           system_uuid: body.system_uuid,
@@ -61,7 +61,6 @@ export function createUserHandlers({ db, idempotentWrite }: HandlerDeps): Servic
         if (!user) throw appError('USER_CREATE_ALREADY_EXISTS')
         return { status: 201, body: user }
       })
-      return sendOutcome(reply, outcome)
     },
 
     async getUserBySystemUserId(request) {
@@ -73,20 +72,18 @@ export function createUserHandlers({ db, idempotentWrite }: HandlerDeps): Servic
     async updateUserBySystemUserId(request, reply) {
       const key = request.params
       const changes = replacementChanges(request.body)
-      const outcome = await idempotentWrite(userPath(key), request.headers['idempotency-key'], request.body, routeSerializer(reply), (repos) =>
+      return answerIdempotently(idempotentWrite, request, reply, userPath(key), (repos) =>
         applyChanges(repos, key, changes),
       )
-      return sendOutcome(reply, outcome)
     },
 
     async patchUserBySystemUserId(request, reply) {
       const key = request.params
       const changes = patchChanges(request.body)
       if (Object.keys(changes).length === 0) throw appError('USER_PATCH_BODY_EMPTY')
-      const outcome = await idempotentWrite(`PATCH ${userPath(key)}`, request.headers['idempotency-key'], request.body, routeSerializer(reply), (repos) =>
+      return answerIdempotently(idempotentWrite, request, reply, `PATCH ${userPath(key)}`, (repos) =>
         applyChanges(repos, key, changes),
       )
-      return sendOutcome(reply, outcome)
     },
   }
 }

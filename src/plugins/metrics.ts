@@ -15,6 +15,19 @@ export function pathTemplate(request: FastifyRequest): string {
   return url ? url.replace(/:(\w+)/g, '{$1}') : 'unmatched'
 }
 
+/** prom-client's labels() hashes the labels on every call: each series is made once per key and kept. */
+function keptSeries<Args extends unknown[], Series>(make: (...args: Args) => Series) {
+  const kept = new Map<string, Series>()
+  return (key: string, ...args: Args): Series => {
+    let series = kept.get(key)
+    if (series === undefined) {
+      series = make(...args)
+      kept.set(key, series)
+    }
+    return series
+  }
+}
+
 /**
  * GET /metrics (Prometheus text): fastify-metrics serves the endpoint and the process metrics;
  * http_request_duration_seconds and http_requests_total by method, path_template and status, and
@@ -50,35 +63,21 @@ export default fp(
     })
 
     // Bounded: methods, registered routes (or "unmatched") and statuses are all finite sets.
-    const series = new Map<string, { duration: { observe(seconds: number): void }; requests: { inc(): void } }>()
-    const seriesFor = (request: FastifyRequest, reply: FastifyReply) => {
-      const id = `${request.method} ${request.routeOptions.url} ${reply.statusCode}`
-      let found = series.get(id)
-      if (!found) {
-        const labels = { method: request.method, path_template: pathTemplate(request), status: String(reply.statusCode) }
-        found = { duration: duration.labels(labels), requests: requests.labels(labels) }
-        series.set(id, found)
-      }
-      return found
-    }
+    const routeSeries = keptSeries((request: FastifyRequest, reply: FastifyReply) => {
+      const labels = { method: request.method, path_template: pathTemplate(request), status: String(reply.statusCode) }
+      return { duration: duration.labels(labels), requests: requests.labels(labels) }
+    })
     fastify.addHook('onResponse', (request, reply, done) => {
       if (request.routeOptions.url !== '/metrics') {
-        const route = seriesFor(request, reply)
+        const route = routeSeries(`${request.method} ${request.routeOptions.url} ${reply.statusCode}`, request, reply)
         route.duration.observe(reply.elapsedTime / 1000)
         route.requests.inc()
       }
       done()
     })
 
-    const dbSeries = new Map<string, { observe(seconds: number): void }>()
-    fastify.decorate('observeDbOperation', ((operation, seconds) => {
-      let child = dbSeries.get(operation)
-      if (!child) {
-        child = dbDuration.labels({ operation })
-        dbSeries.set(operation, child)
-      }
-      child.observe(seconds)
-    }) as ObserveDbOperation)
+    const operationSeries = keptSeries((operation: string) => dbDuration.labels({ operation }))
+    fastify.decorate('observeDbOperation', ((operation, seconds) => operationSeries(operation, operation).observe(seconds)) as ObserveDbOperation)
   },
   { name: 'metrics' },
 )

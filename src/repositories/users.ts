@@ -19,7 +19,6 @@ export interface NewUser {
 /** Column -> new value; only the listed columns change. */
 export type UserChanges = Partial<Omit<NewUser, 'system_user_id' | 'system_uuid'> & { system_uuid: string | null }>
 
-// Column lists are written out: a literal query text is built once and prepared once.
 /** Thrown when a change would give a user another user's natural key. */
 export class UserKeyConflict extends Error {}
 
@@ -31,6 +30,10 @@ function rethrowKeyConflict(err: unknown): never {
 }
 
 export function createUserRepository(db: Db) {
+  // The UserResponse columns, spliced into each query as literal text (no identifier escaping per query).
+  const USER_COLUMNS = db.unsafe(`client_uuid, created_at, updated_at, is_row_invalid, invalidation_reason_uuid,
+    system_user_id, system_uuid, username, full_name, timezone`)
+
   return {
     /** Inserts the user; undefined when the natural key already exists. */
     async create(user: NewUser): Promise<User | undefined> {
@@ -39,16 +42,13 @@ export function createUserRepository(db: Db) {
         values (${user.system_user_id}, ${user.system_uuid}, ${user.full_name}, ${user.username}, ${user.timezone},
                 ${user.is_row_invalid}, ${user.invalidation_reason_uuid})
         on conflict on constraint users_system_key do nothing
-        returning client_uuid, created_at, updated_at, is_row_invalid, invalidation_reason_uuid,
-                  system_user_id, system_uuid, username, full_name, timezone`
+        returning ${USER_COLUMNS}`
       return row
     },
 
     async findByKey(key: UserKey): Promise<User | undefined> {
       const [row] = await db<User[]>`
-        select client_uuid, created_at, updated_at, is_row_invalid, invalidation_reason_uuid,
-               system_user_id, system_uuid, username, full_name, timezone
-        from users
+        select ${USER_COLUMNS} from users
         where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
       return row
     },
@@ -60,8 +60,7 @@ export function createUserRepository(db: Db) {
         const [row] = await db<User[]>`
           update users set ${db(changes, columns)}, updated_at = now()
           where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}
-          returning client_uuid, created_at, updated_at, is_row_invalid, invalidation_reason_uuid,
-                    system_user_id, system_uuid, username, full_name, timezone`
+          returning ${USER_COLUMNS}`
         return row
       } catch (err) {
         rethrowKeyConflict(err)

@@ -99,15 +99,9 @@ export type ReviewMoves = Record<Slot, { slot: Slot; next_review_at: Date }>
  * for the slot it finds under its row lock (one statement, no read-then-write).
  */
 export function reviewMoves(outcome: ReviewOutcome, at: Date, timeZone: string): ReviewMoves {
-  const dueBySlot = new Map<Slot, Date>()
   const moveFrom = (from: Slot) => {
     const slot = nextSlot(from, outcome)
-    let due = dueBySlot.get(slot)
-    if (!due) {
-      due = nextReviewAt(at, slot, timeZone)
-      dueBySlot.set(slot, due)
-    }
-    return { slot, next_review_at: due }
+    return { slot, next_review_at: nextReviewAt(at, slot, timeZone) }
   }
   return { A: moveFrom('A'), B: moveFrom('B'), C: moveFrom('C'), D: moveFrom('D') }
 }
