@@ -1,5 +1,7 @@
-// KPI correctness on a hand-made set of events with known answers.
+// KPI correctness: a hand-made set of events with known answers, and generated events whose
+// answer must equal the KPI definitions computed straight over the stored events.
 import t from 'tap'
+import fc from 'fast-check'
 import { buildTestApp } from '../helpers/app.js'
 import { manualClock } from '../helpers/fixtures.js'
 
@@ -71,4 +73,63 @@ t.test('window_minutes is 1..10080', async (t) => {
     t.equal(res.statusCode, 422, w)
     t.equal(res.json().errors[0].code, 'COMMON_422')
   }
+})
+
+// decisions.md's KPI definitions written directly over the raw events, with no rollup: the
+// reference the service's answer must equal.
+const REFERENCE_KPIS = `
+  with per_query as (
+    select query_id,
+           count(*) filter (where event = 'search_query') as queries,
+           count(*) filter (where event = 'search_query' and results_count = 0) as zero_results,
+           bool_or(event = 'search_result_click') as has_click,
+           min(time_to_success_ms) filter (where time_to_success_ms > 0) as first_success_ms
+    from docs_search_events
+    where emitted_at_ms > $1 and emitted_at_ms <= $2
+    group by query_id
+  )
+  select coalesce(sum(queries), 0)::int as total_queries,
+         coalesce(sum(zero_results), 0)::int as zero_result_queries,
+         (count(*) filter (where query_id <> '' and queries > 0 and has_click))::int as queries_with_click,
+         percentile_disc(0.5) within group (order by first_success_ms) filter (where query_id <> '') as median_time_to_first_success_ms,
+         percentile_disc(0.75) within group (order by first_success_ms) filter (where query_id <> '') as p75_time_to_first_success_ms
+  from per_query`
+
+t.test('for any events, in any batches, every window answers as the definitions over the raw events', async (t) => {
+  const SEED = Number(process.env.FC_SEED ?? 20261123)
+  // Times cluster around the edges of the 1-, 2- and 60-minute windows, where a query's events
+  // fall on both sides of an edge and its rolled-up row cannot be used as it is.
+  const edges = [0, -min, -2 * min, -60 * min, -120 * min]
+  const at = fc.oneof(
+    fc.tuple(fc.constantFrom(...edges), fc.integer({ min: -2, max: 2 })).map(([edge, d]) => NOW + edge + d),
+    fc.integer({ min: NOW - 130 * min, max: NOW + 2 * min }),
+  )
+  const event = fc.record({
+    event: fc.constantFrom('search_query', 'search_query', 'search_result_click', 'search_success'),
+    emitted_at_ms: at,
+    query_id: fc.constantFrom('', 'a', 'b', 'c', 'd', 'e', 'f'),
+    results_count: fc.constantFrom(0, 0, 1, 4),
+    time_to_success_ms: fc.constantFrom(0, 0, 1, 250, 900, 4000),
+  })
+  const batches = fc.array(fc.array(event, { minLength: 1, maxLength: 25 }), { minLength: 1, maxLength: 4 })
+  const { sql } = api.db
+  let checked = 0
+  await fc.assert(
+    fc.asyncProperty(batches, async (batches) => {
+      await sql`truncate docs_search_events, docs_search_queries`
+      for (const events of batches) {
+        const res = await api.request({ method: 'POST', url: '/api/v1/telemetry/docs-search/batch', payload: { events } })
+        if (res.statusCode !== 202) throw new Error(`ingest answered ${res.statusCode}`)
+      }
+      for (const windowMinutes of [1, 2, 60, 120]) {
+        const answer = (await api.get(`/api/v1/telemetry/docs-search/metrics?window_minutes=${windowMinutes}`)).json()
+        const [expected] = await sql.unsafe(REFERENCE_KPIS, [NOW - windowMinutes * min, NOW])
+        const { zero_result_rate, query_ctr, window_minutes, ...counts } = answer
+        t.same(counts, expected, `window ${windowMinutes} min`)
+        checked++
+      }
+    }),
+    { seed: SEED, numRuns: 40 },
+  )
+  t.equal(checked, 160, 'every generated case was compared')
 })
