@@ -144,3 +144,41 @@ t.test('concurrent reviews of one note with different keys each move it one slot
   const [stored] = await sql`select slot, review_count from conspectuses where conspectus_uuid = ${note.conspectus_uuid}`
   t.same(stored, { slot: 'D', review_count: 3 })
 })
+
+t.test('concurrent telemetry batches over the same query ids: all stored, the query rollup matches the events', async (t) => {
+  await sql`truncate docs_search_events, docs_search_queries`
+  const ids = Array.from({ length: 12 }, (_, i) => `race-q${i}`)
+  // Each batch lists the shared ids in its own order; the rollup must not deadlock on them.
+  const batch = (b: number) => ({
+    events: Array.from({ length: 60 }, (_, i) => ({
+      event: i % 3 === 0 ? 'search_result_click' : 'search_query',
+      emitted_at_ms: 1_795_000_000_000 + b * 1000 + i,
+      query_id: ids[(i * 7 + b * 5) % ids.length],
+      results_count: (i + b) % 3,
+      time_to_success_ms: (i * b) % 4 === 0 ? 100 + i + b : 0,
+    })),
+  })
+  const answers = await Promise.all(Array.from({ length: N }, (_, b) => api.request({ method: 'POST', url: '/api/v1/telemetry/docs-search/batch', payload: batch(b) })))
+  t.same([...new Set(answers.map((r) => r.statusCode))], [202])
+  const differences = await sql`
+    (select query_id, min(emitted_at_ms) as first_ms, max(emitted_at_ms) as last_ms,
+            count(*) filter (where event = 'search_query')::int as queries,
+            count(*) filter (where event = 'search_query' and results_count = 0)::int as zero_result_queries,
+            bool_or(event = 'search_result_click') as has_click,
+            min(time_to_success_ms) filter (where time_to_success_ms > 0) as first_success_ms
+     from docs_search_events group by query_id
+     except
+     select query_id, first_ms, last_ms, queries, zero_result_queries, has_click, first_success_ms from docs_search_queries)
+    union all
+    (select query_id, first_ms, last_ms, queries, zero_result_queries, has_click, first_success_ms from docs_search_queries
+     except
+     select query_id, min(emitted_at_ms), max(emitted_at_ms),
+            count(*) filter (where event = 'search_query')::int,
+            count(*) filter (where event = 'search_query' and results_count = 0)::int,
+            bool_or(event = 'search_result_click'),
+            min(time_to_success_ms) filter (where time_to_success_ms > 0)
+     from docs_search_events group by query_id)`
+  t.equal((await sql`select count(*)::int as n from docs_search_events`)[0]!.n, N * 60)
+  t.equal((await sql`select count(*)::int as n from docs_search_queries`)[0]!.n, ids.length)
+  t.same(differences, [], 'one rollup row per query id, equal to its events')
+})
