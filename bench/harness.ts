@@ -1,7 +1,8 @@
 // Shared by the benchmarks: a fresh database with the bench data set, and servers started as
 // child processes pinned to one core (the load generator runs on another).
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
@@ -21,6 +22,8 @@ export interface BenchDatabase {
   sql: postgres.Sql
   /** Stops the autovacuum stand-in: a whole-database VACUUM ANALYZE would overlap latency samples. */
   stopVacuumStandIn(): Promise<unknown>
+  /** Whether PostgreSQL runs on SERVER_CPU with the servers (it must be local and ours to pin). */
+  postgresPinned: boolean
   drop(): Promise<void>
 }
 
@@ -29,11 +32,11 @@ export async function createBenchDatabase(prefix: string): Promise<BenchDatabase
   const name = `${prefix}_${randomBytes(3).toString('hex')}`
   const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} })
   await admin.unsafe(`create database "${name}"`)
-  // This machine's two cores are shared by PostgreSQL, the servers and the load generator:
-  // one parallel worker plus the leader fills them, a second one only adds contention.
-  await admin.unsafe(`alter database "${name}" set max_parallel_workers_per_gather = 1`)
   const url = databaseUrl(name)
   const sql = postgres(url, { max: 4, onnotice: () => {} })
+  const pin = await pinPostgres(sql)
+  // A parallel worker on the one core PostgreSQL has would only contend with its leader.
+  await admin.unsafe(`alter database "${name}" set max_parallel_workers_per_gather = ${pin.pinned ? 0 : 1}`)
   await migrate(sql as never)
   await sql`insert into users (system_user_id, system_uuid, full_name)
             select 'b-' || i, gen_random_uuid(), 'Bench ' || i from generate_series(0, 9999) i`
@@ -50,12 +53,44 @@ export async function createBenchDatabase(prefix: string): Promise<BenchDatabase
     url,
     sql,
     stopVacuumStandIn: () => autovacuum.stop(),
+    postgresPinned: pin.pinned,
     async drop() {
       await autovacuum.stop()
       await sql.end()
       await admin.unsafe(`drop database if exists "${name}" with (force)`)
       await admin.end()
+      pin.restore()
     },
+  }
+}
+
+/**
+ * The issue's set-up: PostgreSQL on the servers' core, the load generator alone on the other.
+ * Pins the postmaster and its processes (backends forked later inherit the postmaster's core);
+ * drop() gives them back the cores they had. Skipped, with a warning, when PostgreSQL is not a
+ * local process this user may re-pin.
+ */
+async function pinPostgres(sql: postgres.Sql): Promise<{ pinned: boolean; restore(): void }> {
+  const [{ pid }] = (await sql`select pg_backend_pid() as pid`) as unknown as [{ pid: number }]
+  const proc = (p: number, file: string) => readFileSync(`/proc/${p}/${file}`, 'utf8')
+  const taskset = (...args: string[]) => execFileSync('taskset', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+  try {
+    const postmaster = Number(/PPid:\s+(\d+)/.exec(proc(pid, 'status'))![1])
+    if (proc(pid, 'comm').trim() !== 'postgres' || proc(postmaster, 'comm').trim() !== 'postgres') throw new Error('not a local PostgreSQL')
+    const family = () => [postmaster, ...proc(postmaster, `task/${postmaster}/children`).split(' ').filter(Boolean).map(Number)]
+    const pinAll = (cpus: string) => {
+      for (const p of family()) {
+        try {
+          taskset('-a', '-p', '-c', cpus, String(p))
+        } catch {} // a backend that has just exited
+      }
+    }
+    const original = /list:\s*(\S+)/.exec(taskset('-c', '-p', String(postmaster)))![1]!
+    pinAll(SERVER_CPU)
+    return { pinned: true, restore: () => pinAll(original) }
+  } catch (err) {
+    console.warn(`PostgreSQL not pinned to core ${SERVER_CPU} (${(err as Error).message}): it shares both cores with the load generator`)
+    return { pinned: false, restore() {} }
   }
 }
 

@@ -84,7 +84,7 @@ try {
   const report = [
     '# Soak results',
     '',
-    `${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}. Service on core ${SERVER_CPU}, autocannon on the other,`,
+    `${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}. Service${bench.postgresPinned ? ' and PostgreSQL' : ''} on core ${SERVER_CPU}, autocannon on the other,`,
     `${CONNECTIONS} connections for ${SECONDS} s, a mix of GET user, POST user (new key), replayed POST, due list and review.`,
     '',
     `- requests: ${answered} answered, ${failed} non-2xx, ${result.errors} errors; mean ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms`,
