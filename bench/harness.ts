@@ -22,6 +22,8 @@ export interface BenchDatabase {
   sql: postgres.Sql
   /** Stops the autovacuum stand-in: a whole-database VACUUM ANALYZE would overlap latency samples. */
   stopVacuumStandIn(): Promise<unknown>
+  /** VACUUM ANALYZE and CHECKPOINT, so that the next case pays for none of the previous one's writes. */
+  settle(): Promise<void>
   /** Whether PostgreSQL runs on SERVER_CPU with the servers (it must be local and ours to pin). */
   postgresPinned: boolean
   drop(): Promise<void>
@@ -53,6 +55,10 @@ export async function createBenchDatabase(prefix: string): Promise<BenchDatabase
     url,
     sql,
     stopVacuumStandIn: () => autovacuum.stop(),
+    async settle() {
+      await sql`vacuum analyze`
+      await sql`checkpoint`
+    },
     postgresPinned: pin.pinned,
     async drop() {
       await autovacuum.stop()

@@ -50,6 +50,9 @@ try {
   const service = (await startService(bench.url, 3601, process.env.BENCH_PROFILE)).base
   const ceiling = (await startServer('ceiling', ['--import', 'tsx', 'bench/ceiling-server.ts'], 3602, { DATABASE_URL: bench.url })).base
   const requests = await createBenchRequests(sql, service)
+  // PostgreSQL shares the servers' core: a VACUUM or checkpoint during a run would land on
+  // whichever server happened to be measured. The cases settle the database between them instead.
+  await bench.stopVacuumStandIn()
 
   const getUser: Case = { name: 'GET user', reference: 'ceiling', request: requests.getUser }
   const cases: Case[] = [
@@ -69,6 +72,7 @@ try {
     if (ONLY && !ONLY.some((prefix) => c.name.toLowerCase().startsWith(prefix))) continue
     const [refBase, refCase, refLabel] = c.reference === 'ceiling' ? [ceiling, c, 'ceiling'] : [service, c.reference.case, c.reference.label]
     for (const connections of CONNECTIONS) {
+      await bench.settle()
       // Warm both up (JIT, pools, caches), then measure in pairs, alternating which goes first.
       await drive(service, c, connections, WARMUP)
       await drive(refBase, refCase, connections, WARMUP)
@@ -120,12 +124,10 @@ try {
   ]
   const metricsRows: { shape: string; window: number; timings: number[] }[] = []
   if (!ONLY || ONLY.some((prefix) => 'telemetry metrics'.startsWith(prefix))) {
-    // The tables were just vacuumed: no VACUUM from the stand-in during the samples.
-    await bench.stopVacuumStandIn()
     for (const shape of shapes) {
       await sql`truncate docs_search_events, docs_search_queries`
       await shape.insert(Date.now())
-      await sql`vacuum analyze docs_search_events, docs_search_queries`
+      await bench.settle()
       for (const window of [10080, 720]) {
         const metrics = () => fetch(`${service}/api/v1/telemetry/docs-search/metrics?window_minutes=${window}`, { headers: { 'x-api-key': KEY } })
         for (let i = 0; i < 2; i++) await (await metrics()).json() // warm-up: caches and plans
