@@ -2,7 +2,7 @@
 import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
 import { ConfigError, DEV_API_KEY, loadConfig } from '../../src/config.js'
 import { migrate } from '../../src/db/migrate.js'
@@ -47,16 +47,21 @@ t.test('replicas migrating at once apply every file exactly once', async (t) => 
   t.same(await migrate(db.sql), [], 'a later start has nothing to apply')
 })
 
-t.test('answers stored as jsonb before migration 0006 are still replayed after it', async (t) => {
+/** A fresh database migrated with only the files named before `next` (e.g. '0006'). */
+async function databaseBefore(t: Test, next: string) {
   const db = await createTestDatabase(t)
   await db.sql`drop schema public cascade`
   await db.sql`create schema public`
-  // Migrate up to 0005 only, from a folder holding just those files.
   const all = path.join(projectRoot, 'db/migrations')
-  const upTo0005 = await mkdtemp(path.join(os.tmpdir(), 'migrations-'))
-  t.teardown(() => rm(upTo0005, { recursive: true, force: true }))
-  for (const file of (await readdir(all)).filter((f) => f.endsWith('.sql') && f < '0006')) await copyFile(path.join(all, file), path.join(upTo0005, file))
-  await migrate(db.sql, upTo0005)
+  const earlier = await mkdtemp(path.join(os.tmpdir(), 'migrations-'))
+  t.teardown(() => rm(earlier, { recursive: true, force: true }))
+  for (const file of (await readdir(all)).filter((f) => f.endsWith('.sql') && f < next)) await copyFile(path.join(all, file), path.join(earlier, file))
+  await migrate(db.sql, earlier)
+  return db
+}
+
+t.test('answers stored as jsonb before migration 0006 are still replayed after it', async (t) => {
+  const db = await databaseBefore(t, '0006')
   const user = { system_user_id: 'before-0006', system_uuid: '5b0d7a0e-6c1f-4c39-9a51-0f3c3f1b2a11', full_name: 'Stored Before' }
   const config = loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent' })
   // The first answer, as the service of 0005 stored it (jsonb), with the body's canonical hash.
@@ -64,7 +69,7 @@ t.test('answers stored as jsonb before migration 0006 are still replayed after i
   await db.sql`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
                values ('/api/v1/user', 'old-key', ${requestHash(user)}, 201, ${db.sql.json(answer)}, now() + interval '1 hour')`
 
-  t.same(await migrate(db.sql), ['0006_idempotency_answer_text.sql'])
+  t.equal((await migrate(db.sql))[0], '0006_idempotency_answer_text.sql')
   const app = await buildApp({ config, sql: db.sql, logger: false })
   t.teardown(() => app.close())
   const replay = await app.inject({
@@ -76,4 +81,23 @@ t.test('answers stored as jsonb before migration 0006 are still replayed after i
   t.equal(replay.statusCode, 201)
   t.equal(replay.headers['idempotent-replayed'], 'true')
   t.same(replay.json(), answer)
+})
+
+t.test('telemetry events stored before migration 0007 are rolled up by it and counted after it', async (t) => {
+  const db = await databaseBefore(t, '0007')
+  const now = Date.parse('2026-11-22T12:00:00Z')
+  await db.sql`insert into docs_search_events (event, emitted_at_ms, query_id, results_count, time_to_success_ms) values
+    ('search_query', ${now - 120_000}, 'q1', 0, 0), ('search_result_click', ${now - 60_000}, 'q1', 0, 900),
+    ('search_query', ${now - 30_000}, 'q2', 3, 0), ('search_query', ${now - 20_000}, '', 0, 0)`
+  t.same(await migrate(db.sql), ['0007_docs_search_query_rollup.sql'])
+  const rollup = await db.sql`select query_id, first_ms::float8, last_ms::float8, queries, zero_result_queries, has_click, first_success_ms
+                              from docs_search_queries order by query_id`
+  t.same(rollup, [
+    { query_id: 'q1', first_ms: now - 120_000, last_ms: now - 60_000, queries: 1, zero_result_queries: 1, has_click: true, first_success_ms: 900 },
+    { query_id: 'q2', first_ms: now - 30_000, last_ms: now - 30_000, queries: 1, zero_result_queries: 0, has_click: false, first_success_ms: null },
+  ])
+  const app = await buildApp({ config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent' }), sql: db.sql, logger: false, now: () => new Date(now) })
+  t.teardown(() => app.close())
+  const res = await app.inject({ method: 'GET', url: '/api/v1/telemetry/docs-search/metrics?window_minutes=60', headers: { 'x-api-key': 'k' } })
+  t.match(res.json(), { total_queries: 3, zero_result_queries: 2, queries_with_click: 1, median_time_to_first_success_ms: 900 })
 })
