@@ -20,8 +20,6 @@ export interface BenchDatabase {
   url: string
   /** A plain client: seeding a million rows outlasts the service's statement_timeout. */
   sql: postgres.Sql
-  /** Stops the autovacuum stand-in: a whole-database VACUUM ANALYZE would overlap latency samples. */
-  stopVacuumStandIn(): Promise<unknown>
   /** VACUUM ANALYZE and CHECKPOINT, so that the next case pays for none of the previous one's writes. */
   settle(): Promise<void>
   /** Whether PostgreSQL runs on SERVER_CPU with the servers (it must be local and ours to pin). */
@@ -29,8 +27,12 @@ export interface BenchDatabase {
   drop(): Promise<void>
 }
 
-/** A new database, migrated, seeded with 10k users and 100k conspectuses (10 each, all due). */
-export async function createBenchDatabase(prefix: string): Promise<BenchDatabase> {
+/**
+ * A new database, migrated, seeded with 10k users and 100k conspectuses (10 each, all due).
+ * `vacuumStandIn`: run autovacuum's stand-in for the database's whole life (the soak); the
+ * paired bench settles the database between its cases instead.
+ */
+export async function createBenchDatabase(prefix: string, { vacuumStandIn = true } = {}): Promise<BenchDatabase> {
   const name = `${prefix}_${randomBytes(3).toString('hex')}`
   const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} })
   await admin.unsafe(`create database "${name}"`)
@@ -50,11 +52,10 @@ export async function createBenchDatabase(prefix: string): Promise<BenchDatabase
             select '/api/v1/user', 'earlier-' || i, md5(i::text), 201, '{}', now() + interval '12 hours'
             from generate_series(1, 100000) i`
   await sql`vacuum analyze`
-  const autovacuum = await standInForAutovacuum(sql)
+  const autovacuum = vacuumStandIn ? await standInForAutovacuum(sql) : { stop: async () => {} }
   return {
     url,
     sql,
-    stopVacuumStandIn: () => autovacuum.stop(),
     async settle() {
       await sql`vacuum analyze`
       await sql`checkpoint`

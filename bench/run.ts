@@ -42,7 +42,9 @@ async function drive(base: string, c: Case, connections: number, duration = DURA
 
 const range = (xs: number[], digits = 0) => `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`
 
-const bench = await createBenchDatabase('bench')
+// PostgreSQL shares the servers' core: a VACUUM during a run would land on whichever server
+// happened to be measured, so no stand-in timer; the cases settle the database between them.
+const bench = await createBenchDatabase('bench', { vacuumStandIn: false })
 const sql = bench.sql
 
 try {
@@ -50,9 +52,6 @@ try {
   const service = (await startService(bench.url, 3601, process.env.BENCH_PROFILE)).base
   const ceiling = (await startServer('ceiling', ['--import', 'tsx', 'bench/ceiling-server.ts'], 3602, { DATABASE_URL: bench.url })).base
   const requests = await createBenchRequests(sql, service)
-  // PostgreSQL shares the servers' core: a VACUUM or checkpoint during a run would land on
-  // whichever server happened to be measured. The cases settle the database between them instead.
-  await bench.stopVacuumStandIn()
 
   const getUser: Case = { name: 'GET user', reference: 'ceiling', request: requests.getUser }
   const cases: Case[] = [
