@@ -20,10 +20,11 @@ app.get<{ Params: { system_uuid: string; system_user_id: string } }>('/api/v1/us
   return u
 })
 
-app.post<{ Body: { system_user_id: string; system_uuid: string; full_name: string } }>('/api/v1/user', async (req, reply) => {
+app.post<{ Body: { system_user_id: string; system_uuid: string; full_name: string; timezone: string } }>('/api/v1/user', async (req, reply) => {
   const key = req.headers['idempotency-key'] as string
   const json = await sql.begin(async (tx) => {
-    const [u] = await tx`insert into users (system_user_id, system_uuid, full_name) values (${req.body.system_user_id}, ${req.body.system_uuid}, ${req.body.full_name}) returning *`
+    const [u] = await tx`insert into users (system_user_id, system_uuid, full_name, timezone)
+                         values (${req.body.system_user_id}, ${req.body.system_uuid}, ${req.body.full_name}, ${req.body.timezone}) returning *`
     return recordAnswer(tx, '/api/v1/user', key, 201, u)
   })
   return reply.code(201).type('application/json').send(json)

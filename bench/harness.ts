@@ -11,6 +11,8 @@ import { projectRoot } from '../src/paths.js'
 import { ADMIN_URL, databaseUrl } from '../test/helpers/database.js'
 
 export const API_KEY = 'bench-key'
+/** The learner of the due-list case: 60 due notes, so that a page of 50 is full. */
+export const DUE_LIST_LEARNER = 'b-0'
 export const SERVER_CPU = process.env.BENCH_SERVER_CPU ?? '0'
 
 /** The middle value (the upper one of an even count). */
@@ -28,7 +30,8 @@ export interface BenchDatabase {
 }
 
 /**
- * A new database, migrated, seeded with 10k users and 100k conspectuses (10 each, all due).
+ * A new database, migrated, seeded with 10k users and 100k conspectuses (10 each, all due; the
+ * due-list learner has 50 more).
  * `vacuumStandIn`: run autovacuum's stand-in for the database's whole life (the soak); the
  * paired bench settles the database between its cases instead.
  */
@@ -47,6 +50,9 @@ export async function createBenchDatabase(prefix: string, { vacuumStandIn = true
   await sql`insert into conspectuses (user_id, cue_sheet, dense_paragraph, bullets, slot, next_review_at, created_at, updated_at)
             select u.client_uuid, '{"topic":"t"}', 'paragraph', '{a,b}', 'A', now() - (i || ' minutes')::interval, now(), now()
             from users u, generate_series(1, 10) i`
+  await sql`insert into conspectuses (user_id, cue_sheet, dense_paragraph, bullets, slot, next_review_at, created_at, updated_at)
+            select u.client_uuid, '{"topic":"t"}', 'paragraph', '{a,b}', 'A', now() - (i || ' minutes')::interval, now(), now()
+            from users u, generate_series(11, 60) i where u.system_user_id = ${DUE_LIST_LEARNER}`
   // A day of earlier writes: the replay lookup runs on a table of realistic size from the start.
   await sql`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
             select '/api/v1/user', 'earlier-' || i, md5(i::text), 201, '{}', now() + interval '12 hours'

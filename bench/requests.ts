@@ -2,7 +2,7 @@
 // shared by the paired benchmark (run.ts) and the soak (soak.ts).
 import { randomBytes, randomUUID } from 'node:crypto'
 import type postgres from 'postgres'
-import { API_KEY } from './harness.js'
+import { API_KEY, DUE_LIST_LEARNER } from './harness.js'
 
 export interface BenchRequest {
   method: string
@@ -42,24 +42,22 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
   const users = await sql<UserKey[]>`select system_user_id, system_uuid from users order by system_user_id`
   const notes = await sql<(UserKey & { id: string })[]>`
     select c.conspectus_uuid::text as id, u.system_user_id, u.system_uuid from conspectuses c join users u on u.client_uuid = c.user_id`
-  const replayBody = JSON.stringify({ system_user_id: 'replay-user', system_uuid: randomUUID(), full_name: 'Replay' })
+  // User bodies carry a time zone, as a client's usually do.
+  const replayBody = JSON.stringify({ system_user_id: 'replay-user', system_uuid: randomUUID(), full_name: 'Replay', timezone: 'Europe/Berlin' })
   await fetch(`${serviceBase}/api/v1/user`, { method: 'POST', body: replayBody, headers: { ...JSON_HEADERS, 'idempotency-key': REPLAY_KEY } })
 
   let n = 0
   const nextUser = () => users[n++ % users.length]!
   const unique = () => `${process.pid}-${n++}-${randomBytes(4).toString('hex')}`
-  const telemetryBatch = JSON.stringify({
-    events: Array.from({ length: 500 }, (_, i) => ({ event: i % 3 ? 'search_query' : 'search_result_click', emitted_at_ms: Date.now(), query_id: `q${i % 50}`, results_count: i % 5 })),
-  })
   return {
-    firstUser: users[0]!,
+    dueListLearner: users.find((u) => u.system_user_id === DUE_LIST_LEARNER)!,
     getUser(): BenchRequest {
       const u = nextUser()
       return { method: 'GET', path: `/api/v1/user/${u.system_uuid}/${u.system_user_id}` }
     },
     postNewUser(): BenchRequest {
       const id = unique()
-      const body = JSON.stringify({ system_user_id: `p${id}`.slice(0, 36), system_uuid: randomUUID(), full_name: 'New' })
+      const body = JSON.stringify({ system_user_id: `p${id}`.slice(0, 36), system_uuid: randomUUID(), full_name: 'New', timezone: 'Europe/Berlin' })
       return { method: 'POST', path: '/api/v1/user', body, headers: { 'idempotency-key': id } }
     },
     replayUser(): BenchRequest {
@@ -77,8 +75,17 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
       const body = JSON.stringify({ system_user_id: note.system_user_id, system_uuid: note.system_uuid, outcome })
       return { method: 'POST', path: `/api/v1/conspectuses/${note.id}/actions/review`, body, headers: { 'idempotency-key': unique() } }
     },
+    /** One browser's batch: 50 searches of its own, each a query id with clicks and repeats. */
     telemetryBatch(): BenchRequest {
-      return { method: 'POST', path: '/api/v1/telemetry/docs-search/batch', body: telemetryBatch }
+      const browser = unique()
+      const now = Date.now()
+      const events = Array.from({ length: 500 }, (_, i) => ({
+        event: i % 3 ? 'search_query' : 'search_result_click',
+        emitted_at_ms: now,
+        query_id: `${browser}-q${i % 50}`,
+        results_count: i % 5,
+      }))
+      return { method: 'POST', path: '/api/v1/telemetry/docs-search/batch', body: JSON.stringify({ events }) }
     },
   }
 }

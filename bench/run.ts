@@ -60,7 +60,7 @@ try {
     // The target is "a replay costs no more than a read": measured against GET user on the service.
     { name: 'POST user (replay)', reference: { label: 'GET user (service)', case: getUser }, request: requests.replayUser },
     { name: 'PATCH user', reference: 'ceiling', request: requests.patchUser },
-    { name: 'GET due list (50 rows)', reference: 'ceiling', request: () => requests.dueList(requests.firstUser) },
+    { name: 'GET due list (50 rows)', reference: 'ceiling', request: () => requests.dueList(requests.dueListLearner) },
     { name: 'POST review', reference: 'ceiling', request: () => requests.review() },
     { name: 'telemetry batch (500 events)', reference: 'ceiling', perRequest: 500, request: requests.telemetryBatch },
   ]
