@@ -41,6 +41,7 @@ t.test('every KPI over a window with known answers', async (t) => {
     q('q6', NOW - 61 * min, 1),
     q('q7', NOW - 60 * min, 0), // exactly now - 60 min: outside (the window is open at its start)
     click('q2', NOW + 1, 100), // in the future: outside
+    q('q8', NOW - 70 * min, 0, { time_to_success_ms: 50 }), click('q8', NOW + 2, 60), // events on both sides of the window, none inside
     { event: 'search_query', emitted_at_ms: NOW - 2 * 24 * 60 * min, query_id: 'old', results_count: 0 },
   ]
   const ingest = await api.request({ method: 'POST', url: '/api/v1/telemetry/docs-search/batch', payload: { events } })
@@ -64,7 +65,8 @@ t.test('every KPI over a window with known answers', async (t) => {
   })
 
   const wide = (await api.get('/api/v1/telemetry/docs-search/metrics?window_minutes=10080')).json()
-  t.match(wide, { window_minutes: 10080, total_queries: 9, zero_result_queries: 4, queries_with_click: 3 })
+  // adds q6, q7, 'old' and q8's query (not its future click)
+  t.match(wide, { window_minutes: 10080, total_queries: 10, zero_result_queries: 5, queries_with_click: 3 })
 })
 
 t.test('window_minutes is 1..10080', async (t) => {
