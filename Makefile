@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: bench-soak run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+.PHONY: bench-cpu bench-soak run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
 
 NPM_STAMP := node_modules/.package-lock.json
 
@@ -55,6 +55,10 @@ contract: node_modules
 ## Service vs bare Fastify + postgres.js ceiling (writes bench/results.md). BENCH_DURATION, BENCH_RUNS, BENCH_CONNECTIONS.
 bench: build
 	taskset -c 1 npx tsx bench/run.ts
+
+## CPU per request on the servers' core, service and PostgreSQL apart: GET user and the replayed POST.
+bench-cpu: build
+	taskset -c 1 npx tsx bench/cpu-split.ts
 
 ## Five minutes of mixed load: throughput and RSS must stay flat (bench/soak.md).
 bench-soak: build

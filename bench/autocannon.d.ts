@@ -1,7 +1,7 @@
 // autocannon ships no types; the benchmarks use a handful of fields of its result.
 declare module 'autocannon' {
   interface Result {
-    requests: { average: number }
+    requests: { average: number; total: number }
     latency: { p50: number; p99: number }
     non2xx: number
     errors: number

@@ -2,7 +2,7 @@
 // child processes pinned to one core (the load generator runs on another).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
@@ -14,6 +14,32 @@ export const API_KEY = 'bench-key'
 /** The learner of the due-list case: 60 due notes, so that a page of 50 is full. */
 export const DUE_LIST_LEARNER = 'b-0'
 export const SERVER_CPU = process.env.BENCH_SERVER_CPU ?? '0'
+
+/** utime + stime of a process, in clock ticks (100 per second on Linux). */
+export function cpuTicks(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  return Number(fields[11]) + Number(fields[12])
+}
+
+/** The same, summed over every PostgreSQL process of the machine (backends and workers). */
+export function postgresCpuTicks(): number {
+  let sum = 0
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8') === 'postgres\n') sum += cpuTicks(Number(entry))
+    } catch {} // a process that has just exited
+  }
+  return sum
+}
+
+/** Busy and total clock ticks of one core so far (/proc/stat; idle and iowait are not busy). */
+export function coreTicks(core: string): { busy: number; total: number } {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith(`cpu${core} `))!
+  const ticks = line.trim().split(/\s+/).slice(1).map(Number)
+  const total = ticks.reduce((a, b) => a + b, 0)
+  return { busy: total - ticks[3]! - ticks[4]!, total }
+}
 
 /** The middle value (the upper one of an even count). */
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!

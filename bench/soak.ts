@@ -7,7 +7,7 @@ import os from 'node:os'
 import path from 'node:path'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
-import { SERVER_CPU, createBenchDatabase, median, startService, stopServers } from './harness.js'
+import { SERVER_CPU, cpuTicks, createBenchDatabase, median, startService, stopServers } from './harness.js'
 import { createBenchRequests, loadOptions } from './requests.js'
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 300)
@@ -15,11 +15,6 @@ const SAMPLE_SECONDS = Number(process.env.SOAK_SAMPLE_SECONDS ?? 10)
 const CONNECTIONS = Number(process.env.SOAK_CONNECTIONS ?? 50)
 const WARM_UP_SECONDS = Math.min(60, SECONDS / 5)
 
-// utime + stime of a process, in clock ticks (100 per second on Linux).
-const cpuTicks = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-  return Number(fields[11]) + Number(fields[12])
-}
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
 
 const bench = await createBenchDatabase('soak')
