@@ -6,7 +6,8 @@ export function isIanaTimeZone(value: string): boolean {
   // Asking Intl builds a formatter (about 50 µs). Zones it accepts are remembered, case-folded
   // as Intl matches them, so the memo is bounded by the zone database; refusals are not kept.
   const self = isIanaTimeZone as typeof isIanaTimeZone & { accepted?: Set<string> }
-  const accepted = (self.accepted ??= new Set<string>())
+  self.accepted ??= new Set<string>()
+  const accepted = self.accepted
   const folded = value.toLowerCase()
   if (accepted.has(folded)) return true
   try {
