@@ -12,11 +12,23 @@ t.test('remembered climbs one slot and stays at D; forgot returns to A', async (
 
 t.test('reviewMoves gives, for every slot a note may be in, the same move as nextSlot and nextReviewAt', async (t) => {
   const at = new Date('2026-03-08T05:30:00Z') // the New York spring-forward night
-  for (const outcome of ['remembered', 'forgot'] as const) {
-    const moves = reviewMoves(outcome, at, 'America/New_York')
-    for (const from of ['A', 'B', 'C', 'D'] as Slot[]) {
-      const slot = nextSlot(from, outcome)
-      t.same(moves[from], { slot, next_review_at: nextReviewAt(at, slot, 'America/New_York') }, `${outcome} from ${from}`)
+  // That night, a Berlin evening before its own change, 03:59 and 04:00 in Kathmandu (+05:45), and
+  // a Chatham (+13:45) moment three weeks before its autumn change.
+  const cases: [Date, string][] = [
+    [at, 'America/New_York'],
+    [new Date('2026-03-28T21:00:00Z'), 'Europe/Berlin'],
+    [new Date('2026-06-30T22:14:00Z'), 'Asia/Kathmandu'],
+    [new Date('2026-06-30T22:15:00Z'), 'Asia/Kathmandu'],
+    [new Date('2026-03-15T12:00:00Z'), 'Pacific/Chatham'],
+    [at, 'UTC'],
+  ]
+  for (const [when, zone] of cases) {
+    for (const outcome of ['remembered', 'forgot'] as const) {
+      const moves = reviewMoves(outcome, when, zone)
+      for (const from of ['A', 'B', 'C', 'D'] as Slot[]) {
+        const slot = nextSlot(from, outcome)
+        t.same(moves[from], { slot, next_review_at: nextReviewAt(when, slot, zone) }, `${zone} ${when.toISOString()}: ${outcome} from ${from}`)
+      }
     }
   }
   t.equal(iso(reviewMoves('remembered', at, 'America/New_York').C.next_review_at), '2026-03-28T08:00:00.000Z', 'C -> D: 21 days, 04:00 EDT')
