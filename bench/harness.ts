@@ -11,6 +11,8 @@ import { projectRoot } from '../src/paths.js'
 import { ADMIN_URL, databaseUrl } from '../test/helpers/database.js'
 
 export const API_KEY = 'bench-key'
+/** Servers started by startServer, stopped by stopServers (or on an interrupt). */
+const children: ChildProcess[] = []
 /** The learner of the due-list case: 60 due notes, so that a page of 50 is full. */
 export const DUE_LIST_LEARNER = 'b-0'
 export const SERVER_CPU = process.env.BENCH_SERVER_CPU ?? '0'
@@ -126,7 +128,20 @@ async function pinPostgres(sql: postgres.Sql): Promise<{ pinned: boolean; restor
     }
     const original = /list:\s*(\S+)/.exec(taskset('-c', '-p', String(postmaster)))![1]!
     pinAll(SERVER_CPU)
-    return { pinned: true, restore: () => pinAll(original) }
+    // An interrupted bench (Ctrl-C) must not leave the machine's PostgreSQL on one core.
+    const onSignal = (signal: NodeJS.Signals) => {
+      pinAll(original)
+      for (const child of children) child.kill('SIGTERM')
+      process.exit(signal === 'SIGINT' ? 130 : 143)
+    }
+    process.once('SIGINT', onSignal).once('SIGTERM', onSignal)
+    return {
+      pinned: true,
+      restore() {
+        process.off('SIGINT', onSignal).off('SIGTERM', onSignal)
+        pinAll(original)
+      },
+    }
   } catch (err) {
     console.warn(`PostgreSQL not pinned to core ${SERVER_CPU} (${(err as Error).message}): it shares both cores with the load generator`)
     return { pinned: false, restore() {} }
@@ -158,7 +173,6 @@ export interface Server {
   process: ChildProcess
 }
 
-const children: ChildProcess[] = []
 
 /** Starts `node <args>` on SERVER_CPU with PORT and DATABASE_URL set; resolves once /live answers. */
 export async function startServer(label: string, args: string[], port: number, env: Record<string, string>): Promise<Server> {
