@@ -1,9 +1,10 @@
 // `make bench-cpu`: CPU per request on the servers' core, the service's and PostgreSQL's apart,
 // read from /proc (no profiler in the way). GET user and the replayed POST, in alternating rounds
-// at 50 connections: the figures behind "a replay costs no more than a read". It also reports how
+// at 50 connections: the figures behind "a replay costs no more than a read"; GET user on the
+// ceiling server too, for what the service's cross-cutting work costs. It also reports how
 // busy each core was: below ~100 % on the servers' core, the load generator set the pace.
 import autocannon from 'autocannon'
-import { SERVER_CPU, coreTicks, cpuTicks, createBenchDatabase, median, postgresCpuTicks, startService, stopServers } from './harness.js'
+import { SERVER_CPU, coreTicks, cpuTicks, createBenchDatabase, median, postgresCpuTicks, type Server, startServer, startService, stopServers } from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
 
 const ROUNDS = Number(process.env.BENCH_RUNS ?? 5)
@@ -15,18 +16,20 @@ const share = (a: { busy: number; total: number }, b: { busy: number; total: num
 const bench = await createBenchDatabase('cpusplit', { vacuumStandIn: false })
 try {
   const service = await startService(bench.url, 3603)
+  const ceiling = await startServer('ceiling', ['--import', 'tsx', 'bench/ceiling-server.ts'], 3604, { DATABASE_URL: bench.url })
   const requests = await createBenchRequests(bench.sql, service.base)
-  const cases: [string, () => BenchRequest][] = [
-    ['GET user', requests.getUser],
-    ['POST user (replay)', requests.replayUser],
+  const cases: [string, Server, () => BenchRequest][] = [
+    ['GET user', service, requests.getUser],
+    ['POST user (replay)', service, requests.replayUser],
+    ['GET user on the ceiling', ceiling, requests.getUser],
   ]
   const figures = new Map(cases.map(([name]) => [name, { rps: [] as number[], service: [] as number[], postgres: [] as number[], serverCore: [] as number[], loadCore: [] as number[] }]))
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, next] of round % 2 ? [...cases].reverse() : cases) {
-      await autocannon(loadOptions(service.base, 50, 1, next))
-      const [s0, p0, c0, l0] = [cpuTicks(service.process.pid!), postgresCpuTicks(), coreTicks(SERVER_CPU), coreTicks(LOAD_CPU)]
-      const result = await autocannon(loadOptions(service.base, 50, SECONDS, next))
-      const [s1, p1, c1, l1] = [cpuTicks(service.process.pid!), postgresCpuTicks(), coreTicks(SERVER_CPU), coreTicks(LOAD_CPU)]
+    for (const [name, server, next] of round % 2 ? [...cases].reverse() : cases) {
+      await autocannon(loadOptions(server.base, 50, 1, next))
+      const [s0, p0, c0, l0] = [cpuTicks(server.process.pid!), postgresCpuTicks(), coreTicks(SERVER_CPU), coreTicks(LOAD_CPU)]
+      const result = await autocannon(loadOptions(server.base, 50, SECONDS, next))
+      const [s1, p1, c1, l1] = [cpuTicks(server.process.pid!), postgresCpuTicks(), coreTicks(SERVER_CPU), coreTicks(LOAD_CPU)]
       const done = result.requests.total
       const f = figures.get(name)!
       f.rps.push(result.requests.average)
@@ -36,7 +39,7 @@ try {
       f.loadCore.push(share(l0, l1))
     }
   }
-  console.log(`| case | req/s | service µs/request | PostgreSQL µs/request | sum | servers' core busy | load core busy |\n|---|---|---|---|---|---|---|`)
+  console.log(`| case | req/s | server µs/request | PostgreSQL µs/request | sum | servers' core busy | load core busy |\n|---|---|---|---|---|---|---|`)
   for (const [name, f] of figures) {
     const [s, p] = [median(f.service), median(f.postgres)]
     const pct = (xs: number[]) => `${(median(xs) * 100).toFixed(0)} %`
