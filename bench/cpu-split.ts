@@ -1,4 +1,4 @@
-// `make bench-cpu`: CPU per request on the servers' core, the service's and PostgreSQL's apart,
+// `make bench-cpu`: CPU per request on the servers' core, the server's and PostgreSQL's apart,
 // read from /proc (no profiler in the way). GET user and the replayed POST, in alternating rounds
 // at 50 connections: the figures behind "a replay costs no more than a read"; GET user on the
 // ceiling server too, for what the service's cross-cutting work costs. It also reports how
@@ -23,7 +23,7 @@ try {
     ['POST user (replay)', service, requests.replayUser],
     ['GET user on the ceiling', ceiling, requests.getUser],
   ]
-  const figures = new Map(cases.map(([name]) => [name, { rps: [] as number[], service: [] as number[], postgres: [] as number[], serverCore: [] as number[], loadCore: [] as number[] }]))
+  const figures = new Map(cases.map(([name]) => [name, { rps: [] as number[], server: [] as number[], postgres: [] as number[], serverCore: [] as number[], loadCore: [] as number[] }]))
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, server, next] of round % 2 ? [...cases].reverse() : cases) {
       await autocannon(loadOptions(server.base, 50, 1, next))
@@ -33,7 +33,7 @@ try {
       const done = result.requests.total
       const f = figures.get(name)!
       f.rps.push(result.requests.average)
-      f.service.push(((s1 - s0) * US_PER_TICK) / done)
+      f.server.push(((s1 - s0) * US_PER_TICK) / done)
       f.postgres.push(((p1 - p0) * US_PER_TICK) / done)
       f.serverCore.push(share(c0, c1))
       f.loadCore.push(share(l0, l1))
@@ -41,7 +41,7 @@ try {
   }
   console.log(`| case | req/s | server µs/request | PostgreSQL µs/request | sum | servers' core busy | load core busy |\n|---|---|---|---|---|---|---|`)
   for (const [name, f] of figures) {
-    const [s, p] = [median(f.service), median(f.postgres)]
+    const [s, p] = [median(f.server), median(f.postgres)]
     const pct = (xs: number[]) => `${(median(xs) * 100).toFixed(0)} %`
     console.log(`| ${name} | ${Math.round(median(f.rps))} | ${s.toFixed(1)} | ${p.toFixed(1)} | ${(s + p).toFixed(1)} | ${pct(f.serverCore)} | ${pct(f.loadCore)} |`)
   }

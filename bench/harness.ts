@@ -11,11 +11,12 @@ import { projectRoot } from '../src/paths.js'
 import { ADMIN_URL, databaseUrl } from '../test/helpers/database.js'
 
 export const API_KEY = 'bench-key'
-/** Servers started by startServer, stopped by stopServers (or on an interrupt). */
-const children: ChildProcess[] = []
 /** The learner of the due-list case: 60 due notes, so that a page of 50 is full. */
 export const DUE_LIST_LEARNER = 'b-0'
 export const SERVER_CPU = process.env.BENCH_SERVER_CPU ?? '0'
+
+/** Servers started by startServer, stopped by stopServers (or on an interrupt). */
+const children: ChildProcess[] = []
 
 /** utime + stime of a process, in clock ticks (100 per second on Linux). */
 export function cpuTicks(pid: number): number {
@@ -172,7 +173,6 @@ export interface Server {
   base: string
   process: ChildProcess
 }
-
 
 /** Starts `node <args>` on SERVER_CPU with PORT and DATABASE_URL set; resolves once /live answers. */
 export async function startServer(label: string, args: string[], port: number, env: Record<string, string>): Promise<Server> {
