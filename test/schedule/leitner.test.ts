@@ -1,6 +1,6 @@
 // The schedule policy on its own: ladder moves and 04:00-local due times across time zones.
 import t from 'tap'
-import { INTERVAL_DAYS, nextReviewAt, nextSlot, reviewMoves, studyDay, type Slot } from '../../src/schedule/leitner.js'
+import { INTERVAL_DAYS, nextReviewAt, nextSlot, reviewMoves, studyDay, wallClock, type Slot } from '../../src/schedule/leitner.js'
 
 const iso = (d: Date) => d.toISOString()
 
@@ -94,5 +94,18 @@ t.test('04:00 local is always the result, every day of a year in several zones',
       if (fmt.format(due) !== '04:00') wrong++
     }
     t.equal(wrong, 0, zone)
+  }
+})
+
+t.test('the wall clock reads the same fields as formatToParts, hour by hour through a year', async (t) => {
+  for (const zone of ['America/New_York', 'Asia/Kathmandu', 'Australia/Lord_Howe', 'Pacific/Chatham', 'UTC', 'europe/berlin']) {
+    const parts = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' })
+    let differ = 0
+    for (let h = 0; h < 366 * 24; h += 7) {
+      const instant = Date.UTC(2026, 0, 1) + h * 3_600_000 + 1_234_000
+      const expected = Object.fromEntries(parts.formatToParts(instant).filter((p) => p.type !== 'literal').map((p) => [p.type, Number(p.value)]))
+      if (JSON.stringify(wallClock(instant, zone)) !== JSON.stringify({ year: expected.year, month: expected.month, day: expected.day, hour: expected.hour, minute: expected.minute, second: expected.second })) differ++
+    }
+    t.equal(differ, 0, zone)
   }
 })
