@@ -11,7 +11,8 @@ const ROUNDS = Number(process.env.BENCH_RUNS ?? 5)
 const SECONDS = Number(process.env.BENCH_DURATION ?? 5)
 const US_PER_TICK = 10_000
 const LOAD_CPU = SERVER_CPU === '0' ? '1' : '0'
-const share = (a: { busy: number; total: number }, b: { busy: number; total: number }) => (b.busy - a.busy) / (b.total - a.total)
+type CoreTicks = ReturnType<typeof coreTicks>
+const share = (a: CoreTicks, b: CoreTicks) => (b.busy - a.busy) / (b.total - a.total)
 
 const bench = await createBenchDatabase('cpusplit', { vacuumStandIn: false })
 try {

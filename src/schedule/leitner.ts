@@ -122,9 +122,9 @@ export type ReviewMoves = Record<Slot, { slot: Slot; next_review_at: Date }>
 /**
  * The policy's move for every slot, decided before the row is read: the store applies the one
  * for the slot it finds under its row lock (one statement, no read-then-write).
- * Every wall-clock reading is an Intl formatToParts call (about 9 µs), so the event's study day
- * is read once and each distinct target slot's due time computed once: 10 readings for
- * "remembered" (targets B, C, D) and 4 for "forgot" (A), instead of 16 for four full moves.
+ * Every wall-clock reading is an Intl formatting call (a few µs under load), so the event's
+ * study day is read once and each distinct target slot's due time computed once: 10 readings
+ * for "remembered" (targets B, C, D) and 4 for "forgot" (A), instead of 16 for four full moves.
  */
 export function reviewMoves(outcome: ReviewOutcome, at: Date, timeZone: string): ReviewMoves {
   const day = studyDay(at, timeZone)
