@@ -56,7 +56,7 @@ contract: node_modules
 bench: build
 	taskset -c 1 npx tsx bench/run.ts
 
-## CPU per request on the servers' core, server and PostgreSQL apart: GET user and the replayed POST, GET user on the ceiling.
+## CPU per request on the servers' core, server and PostgreSQL apart: GET user and the replayed POST, on the service and on the ceiling.
 bench-cpu: build
 	taskset -c 1 npx tsx bench/cpu-split.ts
 

@@ -1,5 +1,6 @@
 // The "ceiling": plain Fastify 5 + postgres.js doing only the SQL each benchmarked route needs.
-// No auth, no rate limit, no validation, no metrics, no logging. Same URLs as the service.
+// No auth, no rate limit, no validation, no metrics, no logging. Same URLs as the service, plus
+// /replay/api/v1/user (below).
 import { randomUUID } from 'node:crypto'
 import Fastify from 'fastify'
 import postgres from 'postgres'
@@ -28,6 +29,14 @@ app.post<{ Body: { system_user_id: string; system_uuid: string; full_name: strin
     return recordAnswer(tx, '/api/v1/user', key, 201, u)
   })
   return reply.code(201).type('application/json').send(json)
+})
+
+// A replay on the bare stack: the JSON body parsed, the stored answer read by its primary key and
+// sent as it is. No validation, no request hash. The floor for "a replay costs no more than a read".
+app.post<{ Body: Record<string, unknown> }>('/replay/api/v1/user', async (req, reply) => {
+  const key = req.headers['idempotency-key'] as string
+  const [stored] = await sql`select status_code, response_body from idempotency_records where scope = '/api/v1/user' and idempotency_key = ${key} and expires_at > now() and status_code is not null`
+  return reply.code(stored!.status_code).type('application/json').send(stored!.response_body)
 })
 
 app.patch<{ Params: { system_uuid: string; system_user_id: string }; Body: { username: string } }>('/api/v1/user/:system_uuid/:system_user_id', async (req, reply) => {

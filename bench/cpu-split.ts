@@ -1,7 +1,8 @@
 // `make bench-cpu`: CPU per request on the servers' core, the server's and PostgreSQL's apart,
 // read from /proc (no profiler in the way). GET user and the replayed POST, in alternating rounds
-// at 50 connections: the figures behind "a replay costs no more than a read"; GET user on the
-// ceiling server too, for what the service's cross-cutting work costs. It also reports how
+// at 50 connections: the figures behind "a replay costs no more than a read". Both on the
+// ceiling server too: what the service's cross-cutting work costs, and how a replay compares
+// with a read on the bare stack. It also reports how
 // busy each core was: below ~100 % on the servers' core, the load generator set the pace.
 import autocannon from 'autocannon'
 import { SERVER_CPU, coreTicks, cpuTicks, createBenchDatabase, median, postgresCpuTicks, type Server, startServer, startService, stopServers } from './harness.js'
@@ -23,6 +24,7 @@ try {
     ['GET user', service, requests.getUser],
     ['POST user (replay)', service, requests.replayUser],
     ['GET user on the ceiling', ceiling, requests.getUser],
+    ['POST user (replay) on the ceiling', ceiling, requests.replayUserOnCeiling],
   ]
   const figures = new Map(cases.map(([name]) => [name, { rps: [] as number[], server: [] as number[], postgres: [] as number[], serverCore: [] as number[], loadCore: [] as number[] }]))
   for (let round = 0; round < ROUNDS; round++) {

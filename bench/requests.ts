@@ -63,6 +63,10 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
     replayUser(): BenchRequest {
       return { method: 'POST', path: '/api/v1/user', body: replayBody, headers: { 'idempotency-key': REPLAY_KEY } }
     },
+    /** The same replay, sent to the ceiling's bare-stack replay route. */
+    replayUserOnCeiling(): BenchRequest {
+      return { method: 'POST', path: '/replay/api/v1/user', body: replayBody, headers: { 'idempotency-key': REPLAY_KEY } }
+    },
     patchUser(): BenchRequest {
       const u = nextUser()
       return { method: 'PATCH', path: `/api/v1/user/${u.system_uuid}/${u.system_user_id}`, body: JSON.stringify({ username: `n${n}` }), headers: { 'idempotency-key': unique() } }
