@@ -2,8 +2,8 @@
 // read from /proc (no profiler in the way). GET user and the replayed POST, in alternating rounds
 // at 50 connections: the figures behind "a replay costs no more than a read". Both on the
 // ceiling server too: what the service's cross-cutting work costs, and how a replay compares
-// with a read on the bare stack. It also reports how
-// busy each core was: below ~100 % on the servers' core, the load generator set the pace.
+// with a read on the bare stack. It also reports how busy each core was: below ~100 % on the
+// servers' core, the load generator set the pace.
 import autocannon from 'autocannon'
 import { SERVER_CPU, coreTicks, cpuTicks, createBenchDatabase, median, postgresCpuTicks, type Server, startServer, startService, stopServers } from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'

@@ -49,6 +49,7 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
   let n = 0
   const nextUser = () => users[n++ % users.length]!
   const unique = () => `${process.pid}-${n++}-${randomBytes(4).toString('hex')}`
+  const replay = (path: string): BenchRequest => ({ method: 'POST', path, body: replayBody, headers: { 'idempotency-key': REPLAY_KEY } })
   return {
     dueListLearner: users.find((u) => u.system_user_id === DUE_LIST_LEARNER)!,
     getUser(): BenchRequest {
@@ -60,13 +61,9 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
       const body = JSON.stringify({ system_user_id: `p${id}`.slice(0, 36), system_uuid: randomUUID(), full_name: 'New', timezone: 'Europe/Berlin' })
       return { method: 'POST', path: '/api/v1/user', body, headers: { 'idempotency-key': id } }
     },
-    replayUser(): BenchRequest {
-      return { method: 'POST', path: '/api/v1/user', body: replayBody, headers: { 'idempotency-key': REPLAY_KEY } }
-    },
+    replayUser: () => replay('/api/v1/user'),
     /** The same replay, sent to the ceiling's bare-stack replay route. */
-    replayUserOnCeiling(): BenchRequest {
-      return { method: 'POST', path: '/replay/api/v1/user', body: replayBody, headers: { 'idempotency-key': REPLAY_KEY } }
-    },
+    replayUserOnCeiling: () => replay('/replay/api/v1/user'),
     patchUser(): BenchRequest {
       const u = nextUser()
       return { method: 'PATCH', path: `/api/v1/user/${u.system_uuid}/${u.system_user_id}`, body: JSON.stringify({ username: `n${n}` }), headers: { 'idempotency-key': unique() } }
