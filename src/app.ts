@@ -1,6 +1,7 @@
 // Composition root: Fastify with the cross-cutting plugins, in the order the contract needs
 // (rate limit -> API key -> body size -> validation -> idempotency -> business).
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import pinoPretty from 'pino-pretty'
 import type { Config } from './config.js'
 import type { Sql } from './db/client.js'
 import { createValidatorCompiler } from './validation/validator-compiler.js'
@@ -30,9 +31,14 @@ export interface AppOptions {
 
 export const REDACTED_HEADERS = ['x-api-key', 'authorization', 'cookie', 'set-cookie', 'proxy-authorization']
 
-export function loggerOptions(config: Config) {
+/**
+ * JSON lines for machines; on a terminal (stdout a TTY, i.e. development), pino-pretty's
+ * coloured lines instead. Synchronous, so the last line before exit is never lost.
+ */
+export function loggerOptions(config: Config, pretty = process.stdout.isTTY === true) {
   return {
     level: config.logLevel,
+    ...(pretty ? { stream: pinoPretty({ sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }) } : {}),
     redact: {
       paths: REDACTED_HEADERS.flatMap((h) => [`req.headers["${h}"]`, `headers["${h}"]`, `res.headers["${h}"]`]),
       censor: '[redacted]',

@@ -1,14 +1,27 @@
 import fp from 'fastify-plugin'
+import { routeTemplate } from '../route-template.js'
 
-/** One log line per answered request: no headers, no body, no query string. */
+/**
+ * One log line per answered request: no headers, no body, no query string. An error answer
+ * carries its catalogued `code` and `error_key`; a request with a known API key carries its `key_id`.
+ */
 export default fp(
   async (fastify) => {
     // Below info nothing would be written: skip the per-request hook entirely.
     const log = fastify.log as { isLevelEnabled?: (level: string) => boolean }
     if (!log.isLevelEnabled?.('info')) return
     fastify.addHook('onResponse', async (request, reply) => {
+      const error = reply.answeredError
       request.log.info(
-        { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
+        {
+          method: request.method,
+          route: routeTemplate(request),
+          status: reply.statusCode,
+          ms: Math.round(reply.elapsedTime * 10) / 10,
+          code: error?.code,
+          error_key: error?.key,
+          key_id: request.apiKeyId ?? undefined,
+        },
         'request completed',
       )
     })
