@@ -28,6 +28,10 @@ test-alerts:
 	promtool check rules deploy/prometheus/alerts.yml
 	promtool test rules deploy/prometheus/alerts.test.yml
 
+## Runs the README's sh blocks in order against a fresh server (also run by `make test`).
+test-readme: node_modules
+	npx tap test/readme/readme-walk.test.ts
+
 ## Regenerates generated/ from spec/openapi.yaml.
 generate: node_modules
 	npm run generate
