@@ -14,9 +14,6 @@ declare module 'fastify' {
   }
 }
 
-/** The route template in OpenAPI form (`/api/v1/user/{system_uuid}/...`), never the concrete path. */
-export const pathTemplate = routeTemplate
-
 const IDEMPOTENCY_CONFLICTS = new Set(['IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD', 'IDEMPOTENCY_REQUEST_IN_PROGRESS'])
 /** The 503 of an unreachable database; /ready's 503 is a probe answer, not an error. */
 const DATABASE_UNAVAILABLE = 'SERVICE_UNAVAILABLE'
@@ -67,11 +64,12 @@ function keptSeries<Args extends unknown[], Series>(make: (...args: Args) => Ser
 
 /**
  * GET /metrics (Prometheus text): fastify-metrics serves the endpoint and the process metrics;
- * http_request_duration_seconds and http_requests_total by method, path_template and status,
- * db_operation_duration_seconds by operation, the error, replay, conflict, 429 and load-shed
- * counters, build info and the pool gauges are ours (each listed in the README). The labelled series of each
- * (method, route, status) are looked up once and kept, so a request costs one Map lookup
- * instead of label hashing in prom-client, and no extra onRequest hook (Fastify times the reply).
+ * http_request_duration_seconds and http_requests_total by method, path_template (the route in
+ * OpenAPI form) and status, db_operation_duration_seconds by operation, the error, replay,
+ * conflict, 429 and load-shed counters, build info and the pool gauges are ours (each listed in
+ * the README). The labelled series of each (method, route, status) are looked up once and kept,
+ * so a request costs one Map lookup instead of label hashing in prom-client, and no extra
+ * onRequest hook (Fastify times the reply).
  */
 export default fp(
   async (fastify) => {
