@@ -15,13 +15,8 @@ declare module 'fastify' {
 }
 
 const IDEMPOTENCY_CONFLICTS = new Set(['IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD', 'IDEMPOTENCY_REQUEST_IN_PROGRESS'])
-/** The 503 of an unreachable database; /ready's 503 is a probe answer, not an error. */
-const DATABASE_UNAVAILABLE = 'SERVICE_UNAVAILABLE'
-
-/** A 503 that is neither the database's nor the readiness probe's is the load shedder refusing work. */
-export function isLoadShed(status: number, route: string, error: AnsweredError | null): boolean {
-  return status === 503 && route !== '/ready' && error?.key !== DATABASE_UNAVAILABLE
-}
+/** The request pipeline's answer when the process sheds load (503 with Retry-After). */
+const LOAD_SHED = 'SERVICE_OVERLOADED'
 
 const serviceVersion = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version
 
@@ -113,7 +108,7 @@ export default fp(
     })
     const loadShed = new client.Counter({
       name: 'http_load_shed_total',
-      help: 'Requests refused with 503 because the process was overloaded, by route template',
+      help: 'Requests refused with 503 SERVICE_OVERLOADED because the process was overloaded, by route template',
       labelNames: ['path_template'],
     })
     registerProcessGauges(fastify)
@@ -158,7 +153,7 @@ export default fp(
         if (IDEMPOTENCY_CONFLICTS.has(error.key)) conflicts.labels({ key: error.key }).inc()
       }
       if (status === 429) rateLimitedSeries(template, template).inc()
-      if (isLoadShed(status, template, error)) loadShedSeries(template, template).inc()
+      if (error?.key === LOAD_SHED) loadShedSeries(template, template).inc()
     }
 
     const operationSeries = keptSeries((operation: string) => dbDuration.labels({ operation }))

@@ -11,7 +11,6 @@ import postgres from 'postgres'
 import { buildApp, loggerOptions } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { projectRoot } from '../../src/paths.js'
-import { isLoadShed } from '../../src/plugins/metrics.js'
 import { createTestDatabase } from '../helpers/database.js'
 
 const KEY = 'ops-key-1'
@@ -28,7 +27,7 @@ t.test('request log lines and /metrics after a walk through successes and errors
   const lines: Record<string, unknown>[] = []
   const sink = new Writable({ write(chunk, _enc, done) { lines.push(JSON.parse(String(chunk))); done() } })
   const db = await createTestDatabase(t)
-  const config = loadConfig({ API_KEYS: `${KEY},${OTHER_KEY}`, LOG_LEVEL: 'info', RATE_LIMIT_MAX: '5' })
+  const config = loadConfig({ API_KEYS: `${KEY},${OTHER_KEY}`, LOG_LEVEL: 'info', RATE_LIMIT_MAX: '5', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' })
   const app = await buildApp({ config, sql: db.sql, logger: pino(loggerOptions(config, false) as never, sink) as never })
   t.teardown(() => app.close())
   const send = (method: string, url: string, options: { key?: string; idem?: string; body?: unknown } = {}) =>
@@ -85,7 +84,7 @@ t.test('request log lines and /metrics after a walk through successes and errors
 
 t.test('pool gauges count held transactions and operations waiting on PostgreSQL', async (t) => {
   const db = await createTestDatabase(t)
-  const config = loadConfig({ API_KEYS: KEY, LOG_LEVEL: 'silent' })
+  const config = loadConfig({ API_KEYS: KEY, LOG_LEVEL: 'silent', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' })
   const app = await buildApp({ config, sql: db.sql, logger: false })
   t.teardown(() => app.close())
   const scrape = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body
@@ -115,11 +114,31 @@ t.test('pool gauges count held transactions and operations waiting on PostgreSQL
   t.equal(sample(await scrape(), 'db_operations_in_flight'), 0)
 })
 
-t.test('a load-shed 503 is told apart from the database 503 and the readiness probe', async (t) => {
-  const route = '/api/v1/user'
-  t.equal(isLoadShed(503, route, null), true, 'a 503 without a database error')
-  t.equal(isLoadShed(503, route, { code: 'COMMON_503', key: 'SERVICE_OVERLOADED' }), true)
-  t.equal(isLoadShed(503, route, { code: 'COMMON_503', key: 'SERVICE_UNAVAILABLE' }), false, 'the database is down')
-  t.equal(isLoadShed(503, '/ready', null), false, 'not ready is a probe answer')
-  t.equal(isLoadShed(500, route, null), false)
+t.test('load shedding is counted by route; /ready turning not_ready is not', async (t) => {
+  const db = await createTestDatabase(t)
+  const config = loadConfig({ API_KEYS: KEY, LOG_LEVEL: 'silent', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '50' })
+  const app = await buildApp({ config, sql: db.sql, logger: false })
+  t.teardown(() => app.close())
+  await app.ready()
+  await sleep(500) // past the start-up samples
+  const get = (url: string) => app.inject({ method: 'GET', url, headers: { 'x-api-key': KEY } })
+  // Keep the event loop late (200 ms of synchronous work at a time) until the shed is seen.
+  let hogging = true
+  const hog = () => {
+    if (!hogging) return
+    const end = performance.now() + 200
+    while (performance.now() < end);
+    setImmediate(hog)
+  }
+  hog()
+  await sleep(400)
+  const shed = await get(`/api/v1/user/${randomUUID()}/nobody`)
+  const ready = await get('/ready')
+  hogging = false
+  t.equal(shed.statusCode, 503)
+  t.equal(ready.statusCode, 503)
+  const text = (await app.inject({ method: 'GET', url: '/metrics' })).body
+  t.equal(sample(text, 'http_load_shed_total', 'path_template="/api/v1/user/{system_uuid}/{system_user_id}"'), 1)
+  t.notMatch(text, /^http_load_shed_total\{path_template="\/ready"\}/m, "/ready's 503 is a probe answer")
+  t.equal(sample(text, 'http_errors_total', 'status="503",code="COMMON_503",key="SERVICE_OVERLOADED"'), 1)
 })
