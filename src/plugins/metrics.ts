@@ -3,6 +3,7 @@ import path from 'node:path'
 import fp from 'fastify-plugin'
 import fastifyMetrics from 'fastify-metrics'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Sql } from '../db/client.js'
 import { projectRoot } from '../paths.js'
 import type { ObserveDbOperation } from '../repositories/index.js'
 import { routeTemplate } from '../route-template.js'
@@ -20,7 +21,22 @@ const LOAD_SHED = 'SERVICE_OVERLOADED'
 
 const serviceVersion = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version
 
-/** Build info, the pool's size and the process's use of it (read at scrape time, nothing per request). */
+const DB_UP_TIMEOUT_MS = 1000
+
+/** One `select 1` per scrape: whether the database answers, whatever the traffic. */
+async function databaseAnswers(sql: Sql): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), DB_UP_TIMEOUT_MS)))
+  try {
+    return await Promise.race([sql`select 1`.then(() => true), timeout])
+  } catch {
+    return false
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** Build info, the database's answer, the pool's size and the process's use of it (read at scrape time, nothing per request). */
 function registerProcessGauges(fastify: FastifyInstance) {
   const client = fastify.metrics.client
   const buildInfo = new client.Gauge({
@@ -38,6 +54,13 @@ function registerProcessGauges(fastify: FastifyInstance) {
         if (fastify.hasDecorator('db')) this.set(read(fastify.db))
       },
     })
+  new client.Gauge({
+    name: 'db_up',
+    help: '1 when PostgreSQL answered select 1 within 1 s at this scrape, else 0',
+    async collect() {
+      if (fastify.hasDecorator('db')) this.set((await databaseAnswers(fastify.db.sql)) ? 1 : 0)
+    },
+  })
   poolGauge('db_pool_max_connections', 'PostgreSQL connections the pool may open (configured)', (db) => db.maxConnections)
   poolGauge('db_pool_reserved_connections', 'Pool connections held for a transaction right now', (db) => db.usage.reserved)
   poolGauge('db_pool_reserve_waiting', 'Transactions waiting for a free pool connection right now', (db) => db.usage.waiting)

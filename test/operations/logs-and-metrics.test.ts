@@ -11,7 +11,9 @@ import postgres from 'postgres'
 import { buildApp, loggerOptions } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { projectRoot } from '../../src/paths.js'
+import { createClient } from '../../src/db/client.js'
 import { createTestDatabase } from '../helpers/database.js'
+import { freePort } from '../helpers/server-process.js'
 
 const KEY = 'ops-key-1'
 const OTHER_KEY = 'ops-key-2'
@@ -76,6 +78,7 @@ t.test('request log lines and /metrics after a walk through successes and errors
   t.equal(sample(text, 'http_rate_limited_total', 'path_template="/api/v1/user/{system_uuid}/{system_user_id}"'), 1)
   t.match(text, /# TYPE http_load_shed_total counter/)
   t.notMatch(text, /^http_load_shed_total\{/m, 'nothing was shed')
+  t.equal(sample(text, 'db_up'), 1)
   t.equal(sample(text, 'db_pool_max_connections'), 10)
   t.equal(sample(text, 'db_pool_reserved_connections'), 0)
   t.equal(sample(text, 'db_pool_reserve_waiting'), 0)
@@ -141,4 +144,13 @@ t.test('load shedding is counted by route; /ready turning not_ready is not', asy
   t.equal(sample(text, 'http_load_shed_total', 'path_template="/api/v1/user/{system_uuid}/{system_user_id}"'), 1)
   t.notMatch(text, /^http_load_shed_total\{path_template="\/ready"\}/m, "/ready's 503 is a probe answer")
   t.equal(sample(text, 'http_errors_total', 'status="503",code="COMMON_503",key="SERVICE_OVERLOADED"'), 1)
+})
+
+t.test('db_up is 0 when PostgreSQL does not answer', async (t) => {
+  // Nothing listens on this port: every connection attempt is refused.
+  const sql = createClient(`postgres://postgres@127.0.0.1:${await freePort()}/none`, { max: 1, connectTimeout: 1 })
+  t.teardown(() => sql.end({ timeout: 1 }))
+  const app = await buildApp({ config: loadConfig({ API_KEYS: KEY, LOG_LEVEL: 'silent', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' }), sql, logger: false })
+  t.teardown(() => app.close())
+  t.equal(sample((await app.inject({ method: 'GET', url: '/metrics' })).body, 'db_up'), 0)
 })
