@@ -249,7 +249,7 @@ export interface paths {
          *     Idempotency-Key: telemetry is at-least-once. Browsers on the origins in `CORS_ORIGINS`
          *     may call it cross-origin.
          *
-         *     Business errors: none beyond the common ones (401, 413, 415, 422, 429).
+         *     Business errors: none beyond the common ones (401, 403, 413, 415, 422, 429).
          */
         post: operations["ingestDocsSearchEvent"];
         delete?: never;
@@ -273,7 +273,7 @@ export interface paths {
          *     stored: one bad event rejects the batch with 422, and each item's `loc` names the
          *     event's index (for example `["body", "events", 3, "query_len"]`).
          *
-         *     Business errors: none beyond the common ones (401, 413, 415, 422, 429).
+         *     Business errors: none beyond the common ones (401, 403, 413, 415, 422, 429).
          */
         post: operations["ingestDocsSearchEventBatch"];
         delete?: never;
@@ -299,7 +299,7 @@ export interface paths {
          *     `time_to_success_ms > 0`; median and p75 are nearest-rank percentiles of those (null when
          *     there are none).
          *
-         *     Business errors: none beyond the common ones (401, 422, 429).
+         *     Business errors: none beyond the common ones (401, 403, 422, 429).
          */
         get: operations["getDocsSearchTelemetryMetrics"];
         put?: never;
@@ -1018,6 +1018,24 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /**
+         * @description The key is valid but may not make this request: the operation's scope is not among the
+         *     key's scopes (`SECURITY_SCOPE_MISSING`), or the request names a `system_uuid` outside the
+         *     key's systems (`SECURITY_SYSTEM_FORBIDDEN`, decided from the request alone, before any
+         *     lookup, so it says nothing about what exists).
+         */
+        Forbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description The addressed resource does not exist (for example `USER_404`). */
         NotFound: {
             headers: {
@@ -1173,6 +1191,8 @@ export interface components {
         "Retry-After": number;
         /** @description `true` when this answer is the stored answer of an earlier request with the same Idempotency-Key. */
         "Idempotent-Replayed": "true";
+        /** @description On a replay (`Idempotent-Replayed: true`), the request's Idempotency-Key, echoed. */
+        "Idempotency-Key": string;
     };
     pathItems: never;
 }
@@ -1210,6 +1230,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1218,6 +1239,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1261,6 +1283,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -1305,6 +1328,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1313,6 +1337,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1360,6 +1385,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1368,6 +1394,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1410,6 +1437,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1418,6 +1446,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1466,6 +1495,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -1508,6 +1538,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1516,6 +1547,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1561,6 +1593,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1569,6 +1602,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1615,6 +1649,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -1662,6 +1697,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -1701,6 +1737,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1709,6 +1746,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1752,6 +1790,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
@@ -1793,6 +1832,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
@@ -1833,6 +1873,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

@@ -7,6 +7,9 @@ export interface OperationInfo {
   validationGroup: string | null
   idempotent: boolean
   public: boolean
+  scopes: readonly string[]
+  uuidPathParams: readonly string[]
+  systemUuidIn: readonly ('path' | 'query' | 'body')[]
   served: boolean
   responses: Record<string, string | null>
 }
@@ -20,11 +23,19 @@ export const operations = {
     "validationGroup": "user_create",
     "idempotent": true,
     "public": false,
+    "scopes": [
+      "users:write"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [
+      "body"
+    ],
     "served": true,
     "responses": {
       "201": null,
       "400": "BadRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
@@ -42,10 +53,20 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": false,
+    "scopes": [
+      "users:read"
+    ],
+    "uuidPathParams": [
+      "system_uuid"
+    ],
+    "systemUuidIn": [
+      "path"
+    ],
     "served": true,
     "responses": {
       "200": null,
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
@@ -61,11 +82,22 @@ export const operations = {
     "validationGroup": "user_update",
     "idempotent": true,
     "public": false,
+    "scopes": [
+      "users:write"
+    ],
+    "uuidPathParams": [
+      "system_uuid"
+    ],
+    "systemUuidIn": [
+      "path",
+      "body"
+    ],
     "served": true,
     "responses": {
       "200": null,
       "400": "BadRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "409": "Conflict",
       "413": "PayloadTooLarge",
@@ -84,11 +116,22 @@ export const operations = {
     "validationGroup": "user_update",
     "idempotent": true,
     "public": false,
+    "scopes": [
+      "users:write"
+    ],
+    "uuidPathParams": [
+      "system_uuid"
+    ],
+    "systemUuidIn": [
+      "path",
+      "body"
+    ],
     "served": true,
     "responses": {
       "200": null,
       "400": "BadRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "409": "Conflict",
       "413": "PayloadTooLarge",
@@ -107,11 +150,19 @@ export const operations = {
     "validationGroup": "conspectus_create",
     "idempotent": true,
     "public": false,
+    "scopes": [
+      "study:write"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [
+      "body"
+    ],
     "served": true,
     "responses": {
       "201": null,
       "400": "BadRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "409": "Conflict",
       "413": "PayloadTooLarge",
@@ -130,10 +181,18 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": false,
+    "scopes": [
+      "study:read"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [
+      "query"
+    ],
     "served": true,
     "responses": {
       "200": null,
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
@@ -149,11 +208,21 @@ export const operations = {
     "validationGroup": "conspectus_patch",
     "idempotent": true,
     "public": false,
+    "scopes": [
+      "study:write"
+    ],
+    "uuidPathParams": [
+      "conspectus_uuid"
+    ],
+    "systemUuidIn": [
+      "body"
+    ],
     "served": true,
     "responses": {
       "200": null,
       "400": "BadRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "409": "Conflict",
       "413": "PayloadTooLarge",
@@ -172,11 +241,21 @@ export const operations = {
     "validationGroup": "conspectus_review",
     "idempotent": true,
     "public": false,
+    "scopes": [
+      "study:write"
+    ],
+    "uuidPathParams": [
+      "conspectus_uuid"
+    ],
+    "systemUuidIn": [
+      "body"
+    ],
     "served": true,
     "responses": {
       "200": null,
       "400": "BadRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "409": "Conflict",
       "413": "PayloadTooLarge",
@@ -195,10 +274,18 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": false,
+    "scopes": [
+      "study:read"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [
+      "query"
+    ],
     "served": true,
     "responses": {
       "200": null,
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
@@ -214,10 +301,18 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": false,
+    "scopes": [
+      "study:read"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [
+      "query"
+    ],
     "served": true,
     "responses": {
       "200": null,
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
@@ -233,11 +328,19 @@ export const operations = {
     "validationGroup": "errlog_create",
     "idempotent": true,
     "public": false,
+    "scopes": [
+      "study:write"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [
+      "body"
+    ],
     "served": true,
     "responses": {
       "201": null,
       "400": "BadRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "409": "Conflict",
       "413": "PayloadTooLarge",
@@ -256,10 +359,16 @@ export const operations = {
     "validationGroup": "telemetry_event",
     "idempotent": false,
     "public": false,
+    "scopes": [
+      "telemetry:ingest"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
     "served": true,
     "responses": {
       "202": null,
       "401": "Unauthorized",
+      "403": "Forbidden",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
@@ -276,10 +385,16 @@ export const operations = {
     "validationGroup": "telemetry_batch",
     "idempotent": false,
     "public": false,
+    "scopes": [
+      "telemetry:ingest"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
     "served": true,
     "responses": {
       "202": null,
       "401": "Unauthorized",
+      "403": "Forbidden",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
@@ -296,10 +411,16 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": false,
+    "scopes": [
+      "telemetry:read"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
     "served": true,
     "responses": {
       "200": null,
       "401": "Unauthorized",
+      "403": "Forbidden",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
       "500": "InternalError",
@@ -314,6 +435,9 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": true,
+    "scopes": [],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
     "served": true,
     "responses": {
       "200": null,
@@ -328,6 +452,9 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": true,
+    "scopes": [],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
     "served": true,
     "responses": {
       "200": null,
@@ -343,6 +470,9 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": true,
+    "scopes": [],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
     "served": false,
     "responses": {
       "200": null
@@ -356,6 +486,9 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": true,
+    "scopes": [],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
     "served": false,
     "responses": {
       "200": null
