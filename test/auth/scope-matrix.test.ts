@@ -40,7 +40,7 @@ for (const [id, op] of protectedOps) {
     await expectError(null, 401, 'SECURITY_AUTH_REQUIRED', 'no key')
     await expectError('ssk_wrong', 401, 'SECURITY_AUTH_REQUIRED', 'wrong key')
     await expectError('ssk_expired', 401, 'SECURITY_AUTH_REQUIRED', 'expired key')
-    const other = allScopes.find((s) => !op.scopes.includes(s))!
+    const other = allScopes.find((s) => !(op.scopes as readonly string[]).includes(s))!
     await expectError(secretWithOnly(other), 403, 'SECURITY_SCOPE_MISSING', `key with only ${other}`)
     const allowed = await send(secretWithOnly(op.scopes[0]!))
     t.notOk([401, 403].includes(allowed.statusCode), `key with ${op.scopes[0]} passes the key and scope checks (got ${allowed.statusCode})`)

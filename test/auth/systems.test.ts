@@ -20,7 +20,7 @@ const logged = await api.post('/api/v1/errors', { ...existing, message: 'mistake
 if (logged.statusCode !== 201) throw new Error(logged.body)
 const ownA = await createOwner(api, { system_uuid: A })
 
-type Probe = (owner: Owner, conspectusUuid: string) => { method: 'GET' | 'POST' | 'PUT' | 'PATCH'; url: string; payload?: unknown }
+type Probe = (owner: Owner, conspectusUuid: string) => { method: 'GET' | 'POST' | 'PUT' | 'PATCH'; url: string; payload?: Record<string, unknown> }
 const probes: Record<string, Probe> = {
   'GET user': (o) => ({ method: 'GET', url: `/api/v1/user/${o.system_uuid}/${o.system_user_id}` }),
   'POST user': (o) => ({ method: 'POST', url: '/api/v1/user', payload: { ...o, full_name: 'X' } }),

@@ -23,11 +23,15 @@ export function fileEntry({ secret, ...rest }: TestKey): Record<string, unknown>
 }
 
 /** Writes the keys to a temporary API_KEYS_FILE; returns its path. */
-export async function writeKeyFile(t: Test, keys: TestKey[] | unknown): Promise<string> {
+export function writeKeyFile(t: Test, keys: TestKey[]): Promise<string> {
+  return writeRawKeyFile(t, JSON.stringify(keys.map(fileEntry)))
+}
+
+/** Writes `text` as a temporary API_KEYS_FILE; returns its path. */
+export async function writeRawKeyFile(t: Test, text: string): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'keys-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const file = path.join(dir, 'keys.json')
-  const entries = Array.isArray(keys) && keys.every((k) => typeof k?.secret === 'string') ? (keys as TestKey[]).map(fileEntry) : keys
-  await writeFile(file, JSON.stringify(entries))
+  await writeFile(file, text)
   return file
 }
