@@ -48,7 +48,33 @@ const KEY_TAKEN = Symbol('key taken')
 const isKeyTaken = (err: unknown) =>
   (err as { code?: string }).code === '23505' && (err as { constraint_name?: string }).constraint_name === 'idempotency_records_pkey'
 
+/** How often the service looks again for records that predate key ids. */
+const LEGACY_CHECK_MS = 10_000
+
+/**
+ * Whether records from before key ids may still be live. Until a check has answered, and
+ * while any is live, API_KEYS keys look them up too; once they have all expired (at most a
+ * TTL after the upgrade) that second lookup value is dropped from the query. Checked again
+ * every 10 s in the background (a replica of the previous version may still write them
+ * during a rolling upgrade); a failed check keeps the last answer.
+ */
+function legacyRecordsTracker(db: { repos: Repositories }) {
+  let live = true
+  let nextCheck = 0
+  return {
+    mayExist(): boolean {
+      const now = Date.now()
+      if (now >= nextCheck) {
+        nextCheck = now + LEGACY_CHECK_MS
+        db.repos.idempotency.legacyRecordsLive().then((answer) => { live = answer }, () => {})
+      }
+      return live
+    },
+  }
+}
+
 export function createIdempotentWrite(db: ReservingDatabase & { repos: Repositories }, ttlHours: number): IdempotentWrite {
+  const legacy = legacyRecordsTracker(db)
   /** One transaction: the work, then the answer; KEY_TAKEN when another request stored the triple first. */
   async function attempt<T>(
     who: WriteIdentity,
@@ -82,7 +108,8 @@ export function createIdempotentWrite(db: ReservingDatabase & { repos: Repositor
       if (stored.request_hash !== hash) throw appError('IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD')
       return { status: stored.status_code, json: stored.response_body, replayed: true }
     }
-    const findStored = () => db.repos.idempotency.find(who.keyId, who.scope, who.key, who.legacyRecords)
+    const withLegacy = who.legacyRecords && legacy.mayExist()
+    const findStored = () => db.repos.idempotency.find(who.keyId, who.scope, who.key, withLegacy)
 
     const stored = await findStored()
     if (stored) return replay(stored)

@@ -61,6 +61,13 @@ export function createIdempotencyRepository(db: Db) {
       return row
     },
 
+    /** True while some unexpired record predates key ids (key_id ''). */
+    async legacyRecordsLive(): Promise<boolean> {
+      const [row] = await db<{ live: boolean }[]>`
+        select exists (select 1 from idempotency_records where key_id = ${LEGACY_RECORD_KEY_ID} and expires_at > now()) as live`
+      return row?.live ?? false
+    },
+
     /** Removes the caller's record for (scope, key) if it has expired (the purge has not reached it yet). */
     async deleteExpired(keyId: string, scope: string, key: string): Promise<void> {
       await db`delete from idempotency_records where key_id = ${keyId} and scope = ${scope} and idempotency_key = ${key} and expires_at <= now()`

@@ -1,13 +1,10 @@
 // Idempotency per caller: records are keyed by (key id, scope, Idempotency-Key). Two partners
 // never replay or 409 each other; a rotated secret (same id) replays; a UUID's case does not
-// make a second scope; records stored before key ids existed still replay for API_KEYS keys.
+// make a second scope.
 import t from 'tap'
-import { randomUUID } from 'node:crypto'
-import { API_KEY, buildTestApp, newKey } from '../helpers/app.js'
+import { buildTestApp, newKey } from '../helpers/app.js'
 import { createConspectus, createOwner } from '../helpers/fixtures.js'
 import { writeKeyFile } from '../helpers/keys.js'
-import { legacyKeyId } from '../../src/auth/api-keys.js'
-import { requestHash } from '../../src/idempotency/request-hash.js'
 
 const api = await buildTestApp(t, {
   API_KEYS_FILE: await writeKeyFile(t, [
@@ -65,21 +62,4 @@ t.test('a conspectus UUID in another case is the same scope: one review', async 
   t.equal(row!.review_count, 1, 'reviewed once')
   const scopes = await sql`select scope from idempotency_records where idempotency_key = ${key}`
   t.same(scopes.map((r) => r.scope), [`/api/v1/conspectuses/${conspectus.conspectus_uuid}/actions/review`], 'the scope holds the lower-case UUID')
-})
-
-t.test('records stored before key ids (key_id empty) still replay for API_KEYS keys, and only for them', async (t) => {
-  const key = newKey()
-  const message = 'stored before the upgrade'
-  const stored = JSON.stringify({ error_log_uuid: randomUUID(), ...owner, conspectus_uuid: null, message, context: null, created_at: new Date().toISOString() })
-  await sql`
-    insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-    values ('/api/v1/errors', ${key}, ${requestHash({ ...owner, message })}, 201, ${stored}, now() + interval '1 hour')`
-  const legacy = await send(API_KEY, key, message)
-  t.equal(legacy.statusCode, 201)
-  t.equal(legacy.headers['idempotent-replayed'], 'true', 'an API_KEYS key replays the legacy record')
-  t.equal(legacy.body, stored)
-  const partner = await send('ssk_globex', key, message)
-  t.notOk(partner.headers['idempotent-replayed'], 'a file key does not see it')
-  t.equal(await logCount(message), 1, 'only the partner wrote')
-  t.match(legacyKeyId(API_KEY), /^key-[0-9a-f]{12}$/)
 })
