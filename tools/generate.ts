@@ -61,6 +61,9 @@ for (const [route, item] of Object.entries<any>(spec.paths)) {
     // The scopes of the operation's security requirement: the spec decides who may call what.
     const security = op.security ?? spec.security ?? []
     const isPublic = Array.isArray(op.security) && op.security.length === 0
+    for (const scheme of security.flatMap((req: Record<string, string[]>) => Object.keys(req))) {
+      if (!spec.components.securitySchemes?.[scheme]) throw new Error(`operation ${op.operationId} names an undeclared security scheme ${scheme}`)
+    }
     const scopes = [...new Set(security.flatMap((req: Record<string, string[]>) => req.ApiKeyAuth ?? []))]
     if (!isPublic && scopes.length === 0) {
       throw new Error(`operation ${op.operationId} is protected but its security requirement names no scope`)
