@@ -36,11 +36,13 @@ export const operations = {
       "400": "BadRequest",
       "401": "Unauthorized",
       "403": "Forbidden",
+      "408": "RequestTimeout",
       "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -65,11 +67,14 @@ export const operations = {
     "served": true,
     "responses": {
       "200": null,
+      "400": "MalformedRequest",
       "401": "Unauthorized",
       "403": "Forbidden",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -99,11 +104,13 @@ export const operations = {
       "401": "Unauthorized",
       "403": "Forbidden",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -133,11 +140,13 @@ export const operations = {
       "401": "Unauthorized",
       "403": "Forbidden",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -164,11 +173,13 @@ export const operations = {
       "401": "Unauthorized",
       "403": "Forbidden",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -191,11 +202,14 @@ export const operations = {
     "served": true,
     "responses": {
       "200": null,
+      "400": "MalformedRequest",
       "401": "Unauthorized",
       "403": "Forbidden",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -224,11 +238,13 @@ export const operations = {
       "401": "Unauthorized",
       "403": "Forbidden",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -257,11 +273,13 @@ export const operations = {
       "401": "Unauthorized",
       "403": "Forbidden",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -284,11 +302,14 @@ export const operations = {
     "served": true,
     "responses": {
       "200": null,
+      "400": "MalformedRequest",
       "401": "Unauthorized",
       "403": "Forbidden",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -311,11 +332,14 @@ export const operations = {
     "served": true,
     "responses": {
       "200": null,
+      "400": "MalformedRequest",
       "401": "Unauthorized",
       "403": "Forbidden",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -342,11 +366,13 @@ export const operations = {
       "401": "Unauthorized",
       "403": "Forbidden",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -367,12 +393,15 @@ export const operations = {
     "served": true,
     "responses": {
       "202": null,
+      "400": "MalformedRequest",
       "401": "Unauthorized",
       "403": "Forbidden",
+      "408": "RequestTimeout",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -393,12 +422,15 @@ export const operations = {
     "served": true,
     "responses": {
       "202": null,
+      "400": "MalformedRequest",
       "401": "Unauthorized",
       "403": "Forbidden",
+      "408": "RequestTimeout",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -419,10 +451,13 @@ export const operations = {
     "served": true,
     "responses": {
       "200": null,
+      "400": "MalformedRequest",
       "401": "Unauthorized",
       "403": "Forbidden",
+      "408": "RequestTimeout",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -441,6 +476,9 @@ export const operations = {
     "served": true,
     "responses": {
       "200": null,
+      "400": "MalformedRequest",
+      "408": "RequestTimeout",
+      "431": "RequestHeadersTooLarge",
       "500": "ProbeInternalError"
     }
   },
@@ -458,6 +496,9 @@ export const operations = {
     "served": true,
     "responses": {
       "200": null,
+      "400": "MalformedRequest",
+      "408": "RequestTimeout",
+      "431": "RequestHeadersTooLarge",
       "500": "ProbeInternalError",
       "503": null
     }
@@ -475,7 +516,10 @@ export const operations = {
     "systemUuidIn": [],
     "served": false,
     "responses": {
-      "200": null
+      "200": null,
+      "400": "MalformedRequest",
+      "408": "RequestTimeout",
+      "431": "RequestHeadersTooLarge"
     }
   },
   "getOpenApiDocument": {
@@ -491,7 +535,10 @@ export const operations = {
     "systemUuidIn": [],
     "served": false,
     "responses": {
-      "200": null
+      "200": null,
+      "400": "MalformedRequest",
+      "408": "RequestTimeout",
+      "431": "RequestHeadersTooLarge"
     }
   }
 } as const satisfies Record<string, OperationInfo>

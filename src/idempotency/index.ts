@@ -1,7 +1,7 @@
 // Idempotency: the one entry point handlers call. A handler passes its request, its reply and
 // its work; the caller's key id, the scope (derived from the operation and its path parameters)
 // and the Idempotency-Key all come from the request, so no handler names a scope. Presence and
-// format of Idempotency-Key were checked before the handler (requireIdempotencyKey).
+// format of Idempotency-Key were checked before the handler (the request pipeline).
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Repositories } from '../repositories/index.js'
 import type { ReservingDatabase } from '../db/transaction.js'

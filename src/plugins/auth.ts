@@ -1,11 +1,5 @@
 import fp from 'fastify-plugin'
-import type { onRequestHookHandler } from 'fastify'
-import { operations } from '../../generated/operations.js'
 import { type ApiKeyIdentity, createApiKeyRegistry } from '../auth/api-keys.js'
-import { requireScope } from '../auth/scope.js'
-import { checkSystems } from '../auth/systems.js'
-import { requireIdempotencyKey, withoutIdempotencyKeyHeader } from '../idempotency/require-key.js'
-import { appError } from '../errors.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -16,14 +10,12 @@ declare module 'fastify' {
   }
 }
 
-const byOperationId = new Map(Object.entries(operations))
 const IDENTIFIED = Symbol('apiKey')
 
 /**
- * Every /api/v1 route needs a configured, unexpired X-API-Key unless the spec marks the
- * operation `security: []`. Per operation, in the contract's order:
- * onRequest (before the body is read): key (401), then the operation's scope (403);
- * preHandler (after validation): the key's systems (403), then Idempotency-Key (400).
+ * Who is calling: `request.apiKey` is the identity of the configured, unexpired X-API-Key a
+ * request carries (or null), from API_KEYS and API_KEYS_FILE. Which operations require one,
+ * which scope and which systems, and when, is the request pipeline's decision.
  */
 export default fp(
   async (fastify) => {
@@ -39,27 +31,6 @@ export default fp(
       getter() {
         return this.apiKey?.id ?? null
       },
-    })
-    // A callback hook: no promise per request.
-    const requireKey: onRequestHookHandler = (request, _reply, done) => {
-      done(request.apiKey === null ? appError('SECURITY_AUTH_REQUIRED') : undefined)
-    }
-    fastify.addHook('onRoute', (route) => {
-      const operationId = (route.schema as { operationId?: string } | undefined)?.operationId
-      const op = operationId ? byOperationId.get(operationId) : undefined
-      if (!route.url.startsWith('/api/v1') || op?.public) return
-      if (!op) {
-        route.onRequest = [...[route.onRequest ?? []].flat(), requireKey]
-        return
-      }
-      route.onRequest = [...[route.onRequest ?? []].flat(), requireKey, requireScope(op.scopes)]
-      const preHandlers = []
-      if (op.systemUuidIn.length > 0) preHandlers.push(checkSystems(op.systemUuidIn))
-      if (op.idempotent) {
-        preHandlers.push(requireIdempotencyKey)
-        if (route.schema?.headers) route.schema = { ...route.schema, headers: withoutIdempotencyKeyHeader(route.schema.headers) }
-      }
-      if (preHandlers.length > 0) route.preHandler = [...preHandlers, ...[route.preHandler ?? []].flat()]
     })
   },
   { name: 'auth', dependencies: ['config'] },
