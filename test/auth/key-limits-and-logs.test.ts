@@ -8,6 +8,7 @@ import { buildApp, loggerOptions } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { writeKeyFile } from '../helpers/keys.js'
+import { NO_LOAD_SHEDDING } from '../helpers/app.js'
 
 t.test('per-key rate limit and key_id on each log line', async (t) => {
   const lines: string[] = []
@@ -17,7 +18,7 @@ t.test('per-key rate limit and key_id on each log line', async (t) => {
     { id: 'tight', secret: 'ssk_tight_secret', rate_limit: { max: 2, window_ms: 60_000 } },
     { id: 'roomy', secret: 'ssk_roomy_secret' },
   ])
-  const config = loadConfig({ API_KEYS_FILE: file, LOG_LEVEL: 'info', RATE_LIMIT_MAX: '50' })
+  const config = loadConfig({ API_KEYS_FILE: file, LOG_LEVEL: 'info', RATE_LIMIT_MAX: '50', ...NO_LOAD_SHEDDING })
   const app = await buildApp({ config, sql: db.sql, logger: pino(loggerOptions(config) as never, sink) as never })
   t.teardown(() => app.close())
   const get = (key: string) => app.inject({ method: 'GET', url: `/api/v1/user/${randomUUID()}/x`, headers: { 'x-api-key': key } })

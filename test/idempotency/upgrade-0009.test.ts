@@ -12,6 +12,7 @@ import { requestHash } from '../../src/idempotency/request-hash.js'
 import { projectRoot } from '../../src/paths.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { writeKeyFile } from '../helpers/keys.js'
+import { NO_LOAD_SHEDDING } from '../helpers/app.js'
 
 t.test('a record stored before 0009 replays for API_KEYS keys after it, not for partner keys', async (t) => {
   const db = await createTestDatabase(t)
@@ -32,7 +33,7 @@ t.test('a record stored before 0009 replays for API_KEYS keys after it, not for 
   const [row] = await db.sql`select key_id from idempotency_records where idempotency_key = 'old-key'`
   t.equal(row!.key_id, '', 'the old record has the empty key id')
 
-  const config = loadConfig({ API_KEYS: 'plain-key', API_KEYS_FILE: await writeKeyFile(t, [{ id: 'acme', secret: 'ssk_acme' }]), LOG_LEVEL: 'silent' })
+  const config = loadConfig({ API_KEYS: 'plain-key', API_KEYS_FILE: await writeKeyFile(t, [{ id: 'acme', secret: 'ssk_acme' }]), LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING })
   const app = await buildApp({ config, sql: db.sql, logger: false })
   t.teardown(() => app.close())
   const send = (key: string) => app.inject({ method: 'POST', url: '/api/v1/user', payload: body, headers: { 'x-api-key': key, 'idempotency-key': 'old-key' } })
