@@ -249,7 +249,7 @@ export interface paths {
          *     Idempotency-Key: telemetry is at-least-once. Browsers on the origins in `CORS_ORIGINS`
          *     may call it cross-origin.
          *
-         *     Business errors: none beyond the common ones (401, 413, 415, 422, 429).
+         *     Business errors: none beyond the common ones (401, 403, 413, 415, 422, 429).
          */
         post: operations["ingestDocsSearchEvent"];
         delete?: never;
@@ -273,7 +273,7 @@ export interface paths {
          *     stored: one bad event rejects the batch with 422, and each item's `loc` names the
          *     event's index (for example `["body", "events", 3, "query_len"]`).
          *
-         *     Business errors: none beyond the common ones (401, 413, 415, 422, 429).
+         *     Business errors: none beyond the common ones (401, 403, 413, 415, 422, 429).
          */
         post: operations["ingestDocsSearchEventBatch"];
         delete?: never;
@@ -299,7 +299,7 @@ export interface paths {
          *     `time_to_success_ms > 0`; median and p75 are nearest-rank percentiles of those (null when
          *     there are none).
          *
-         *     Business errors: none beyond the common ones (401, 422, 429).
+         *     Business errors: none beyond the common ones (401, 403, 422, 429).
          */
         get: operations["getDocsSearchTelemetryMetrics"];
         put?: never;
@@ -1019,6 +1019,24 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /**
+         * @description The key is valid but may not make this request: the operation's scope is not among the
+         *     key's scopes (`SECURITY_SCOPE_MISSING`), or the request names a `system_uuid` outside the
+         *     key's systems (`SECURITY_SYSTEM_FORBIDDEN`, decided from the request alone, before any
+         *     lookup, so it says nothing about what exists).
+         */
+        Forbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description The addressed resource does not exist (for example `USER_404`). */
         NotFound: {
             headers: {
@@ -1223,6 +1241,8 @@ export interface components {
         Allow: string;
         /** @description `true` when this answer is the stored answer of an earlier request with the same Idempotency-Key. */
         "Idempotent-Replayed": "true";
+        /** @description On a replay (`Idempotent-Replayed: true`), the request's Idempotency-Key, echoed. */
+        "Idempotency-Key": string;
     };
     pathItems: never;
 }
@@ -1260,6 +1280,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1268,6 +1289,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1314,6 +1336,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
@@ -1360,6 +1383,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1368,6 +1392,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1417,6 +1442,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1425,6 +1451,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1469,6 +1496,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1477,6 +1505,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1528,6 +1557,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
@@ -1572,6 +1602,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1580,6 +1611,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1627,6 +1659,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1635,6 +1668,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1684,6 +1718,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
@@ -1734,6 +1769,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
@@ -1775,6 +1811,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1783,6 +1820,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1829,6 +1867,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1873,6 +1912,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1916,6 +1956,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];

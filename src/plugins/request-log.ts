@@ -3,7 +3,8 @@ import { routeTemplate } from '../route-template.js'
 
 /**
  * One log line per answered request: no headers, no body, no query string. An error answer
- * carries its catalogued `code` and `error_key`; a request with a known API key carries its `key_id`.
+ * carries its catalogued `code` and `error_key`; every line names the API key's `key_id` (null
+ * without a known key).
  */
 export default fp(
   async (fastify) => {
@@ -20,7 +21,7 @@ export default fp(
           ms: Math.round(reply.elapsedTime * 10) / 10,
           code: error?.code,
           error_key: error?.key,
-          key_id: request.apiKeyId ?? undefined,
+          key_id: request.apiKeyId,
         },
         'request completed',
       )
