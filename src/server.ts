@@ -32,6 +32,7 @@ async function main(config: Config) {
     await app.close() // stops accepting, waits for in-flight requests
     await sql.end({ timeout: 5 })
     await embedded?.stop()
+    app.log.info({ signal }, 'stopped')
     process.exit(0)
   }
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
