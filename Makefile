@@ -43,7 +43,7 @@ lint: node_modules
 migrate: node_modules
 	npm run migrate
 
-## Telemetry figures: batch ingest events/s and the metrics query over 1M events.
+## Telemetry figures: batch ingest events/s and the metrics query over 10M events (BENCH_EVENTS=0: ingest only).
 bench-telemetry: node_modules
 	npx tsx bench/telemetry.ts
 
