@@ -60,7 +60,7 @@ bench: build
 bench-cpu: build
 	taskset -c 1 npx tsx bench/cpu-split.ts
 
-## Five minutes of mixed load: throughput and RSS must stay flat (bench/soak.md).
+## Ten minutes of mixed load (SOAK_SECONDS): throughput and RSS per minute within ±10 % from the second minute on (bench/soak.md).
 bench-soak: build
 	taskset -c 1 npx tsx bench/soak.ts
 
