@@ -33,7 +33,8 @@ const share = (a: CoreTicks, b: CoreTicks) => (b.busy - a.busy) / (b.total - a.t
 const bench = await createBenchDatabase('cpusplit', { vacuumStandIn: false })
 try {
   bench.setup(SETUP)
-  const service = await startService(bench.url, 3603)
+  // BENCH_PROFILE: a folder for a V8 CPU profile of the service (bench/profile-summary.ts reads it).
+  const service = await startService(bench.url, 3603, process.env.BENCH_PROFILE)
   const ceiling = await startServer('ceiling', ['--import', 'tsx', 'bench/ceiling-server.ts'], 3604, { DATABASE_URL: bench.url })
   const requests = await createBenchRequests(bench.sql, service.base)
   const cases: [string, Server, () => BenchRequest][] = [
