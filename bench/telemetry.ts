@@ -21,7 +21,8 @@ const sql = createClient(databaseUrl(name), { max: 10 })
 const bulk = postgres(databaseUrl(name), { max: 1, onnotice: () => {} }) // no statement_timeout: the seed outlasts it
 try {
   await migrate(sql)
-  const app = await buildApp({ config: loadConfig({ API_KEYS: 'bench', LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '10000000' }), sql, logger: false })
+  // No load shedding: this process is also the client, and its own event-loop delay is not overload.
+  const app = await buildApp({ config: loadConfig({ API_KEYS: 'bench', LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '10000000', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' }), sql, logger: false })
   const address = await app.listen({ port: 0, host: '127.0.0.1' })
   const now = Date.now()
   // Two shapes: every batch reusing the same 200 query ids (the rollup rows contended by every
