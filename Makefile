@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: bench-cpu bench-soak run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+.PHONY: api-compat sdk-check smoke-node24 bench-cpu bench-soak run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
 
 NPM_STAMP := node_modules/.package-lock.json
 
@@ -38,6 +38,10 @@ typecheck: node_modules
 ## Type-check, Biome on the code, Redocly and Spectral on the contract.
 lint: node_modules
 	npm run lint
+
+## The contract against the last released one (spec/released/): breaking changes need a new major version.
+api-compat: node_modules
+	./tools/api-compat.sh
 
 ## Applies pending migrations to DATABASE_URL.
 migrate: node_modules
