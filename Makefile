@@ -43,6 +43,10 @@ lint: node_modules
 api-compat: node_modules
 	./tools/api-compat.sh
 
+## The built server on Node.js 24 (the Docker image's version, from the npm registry): ready, create and read a user.
+smoke-node24: build
+	./tools/smoke-node24.sh
+
 ## Applies pending migrations to DATABASE_URL.
 migrate: node_modules
 	npm run migrate
