@@ -47,6 +47,13 @@ api-compat: node_modules
 smoke-node24: build
 	./tools/smoke-node24.sh
 
+## Clients generated from the served /openapi.json by openapi-typescript + openapi-fetch, @hey-api/openapi-ts and orval: tsc --strict, a walk through every operation on the service, and on a Prism mock.
+sdk-check: node_modules tools/sdk/node_modules/.package-lock.json
+	npx tsx tools/sdk-check.ts
+
+tools/sdk/node_modules/.package-lock.json: tools/sdk/package.json tools/sdk/package-lock.json
+	npm ci --prefix tools/sdk --no-audit --no-fund
+
 ## Applies pending migrations to DATABASE_URL.
 migrate: node_modules
 	npm run migrate
