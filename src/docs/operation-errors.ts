@@ -6,6 +6,10 @@
 //   - has the entry's validation `group` as its `x-validation-group` (422 body codes), or
 //   - when the entry has neither: every operation that declares that status.
 
+// A parsed OpenAPI document (or a part of it), walked loosely: redocly and spectral check its shape.
+// biome-ignore lint/suspicious/noExplicitAny: see above
+export type OpenApiNode = any
+
 export interface CatalogueEntry {
   code: string
   key: string
@@ -22,7 +26,7 @@ export interface OperationRef {
   operationId: string
   method: string
   path: string
-  operation: Record<string, any>
+  operation: Record<string, OpenApiNode>
   /** Path-level and operation-level parameters, $refs resolved. */
   parameters: Array<{ name: string; in: string; $ref?: string }>
   /** Names of the parameter components the operation references. */
@@ -41,9 +45,9 @@ export const OPERATION_GROUPS: Record<string, (op: OperationRef) => boolean> = {
 
 const METHODS = ['get', 'put', 'post', 'patch', 'delete'] as const
 
-export function listOperations(spec: any): OperationRef[] {
+export function listOperations(spec: OpenApiNode): OperationRef[] {
   const ops: OperationRef[] = []
-  for (const [path, pathItem] of Object.entries<any>(spec.paths)) {
+  for (const [path, pathItem] of Object.entries<OpenApiNode>(spec.paths)) {
     for (const method of METHODS) {
       const operation = pathItem[method]
       if (!operation) continue
@@ -53,8 +57,8 @@ export function listOperations(spec: any): OperationRef[] {
         method: method.toUpperCase(),
         path,
         operation,
-        parameters: raw.map((p: any) => (p.$ref ? spec.components.parameters[p.$ref.split('/').pop()] : p)),
-        parameterRefs: raw.map((p: any) => p.$ref?.split('/').pop()).filter(Boolean),
+        parameters: raw.map((p: OpenApiNode) => (p.$ref ? spec.components.parameters[p.$ref.split('/').pop()] : p)),
+        parameterRefs: raw.map((p: OpenApiNode) => p.$ref?.split('/').pop()).filter(Boolean),
       })
     }
   }
@@ -75,7 +79,7 @@ export function entryApplies(entry: CatalogueEntry, op: OperationRef): boolean {
 }
 
 /** operationId -> status -> the catalogue entries that operation can answer with that status. */
-export function errorCodesByOperation(spec: any): Map<string, Map<string, CatalogueEntry[]>> {
+export function errorCodesByOperation(spec: OpenApiNode): Map<string, Map<string, CatalogueEntry[]>> {
   const catalogue = spec['x-error-catalogue'] as CatalogueEntry[]
   const known = new Set([...listOperations(spec).map((o) => o.operationId), ...Object.keys(OPERATION_GROUPS)])
   for (const entry of catalogue) {

@@ -2,14 +2,14 @@
 // error response of every operation, the catalogue codes that operation can answer — a table in
 // the description, `x-error-codes` for tools, and one example per code. Built once at start, so
 // spec/openapi.yaml stays hand-maintained and the per-operation lists cannot drift from it.
-import { errorCodesByOperation, exampleBody, listOperations, type CatalogueEntry } from './operation-errors.js'
+import { errorCodesByOperation, exampleBody, listOperations, type CatalogueEntry, type OpenApiNode } from './operation-errors.js'
 
-export function buildServedDocument(spec: any): any {
+export function buildServedDocument(spec: OpenApiNode): OpenApiNode {
   const doc = structuredClone(spec)
   const codes = errorCodesByOperation(doc)
   for (const op of listOperations(doc)) {
     const byStatus = codes.get(op.operationId)!
-    for (const [status, declared] of Object.entries<any>(op.operation.responses)) {
+    for (const [status, declared] of Object.entries<OpenApiNode>(op.operation.responses)) {
       const entries = byStatus.get(status)
       if (!entries?.length) continue
       // Inline the shared response so that this operation gets its own examples.

@@ -1,6 +1,6 @@
 // `make api-compat` (tools/api-compat.sh): the contract against the last released one. It must
 // pass for the current spec and fail on a real breaking change unless the major version moves.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -10,7 +10,7 @@ import { projectRoot, specPath } from '../../src/paths.js'
 
 const gate = (revision?: string) => spawnSync(path.join(projectRoot, 'tools/api-compat.sh'), revision ? [revision] : [], { encoding: 'utf8', cwd: projectRoot })
 
-function revision(t: Parameters<Parameters<typeof t.test>[1]>[0], change: (spec: any) => void): string {
+function revision(t: Test, change: (spec: any) => void): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'api-compat-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const spec = parse(readFileSync(specPath, 'utf8'))

@@ -1,15 +1,15 @@
 // One process per PGlite data folder: a second server on the same folder refuses to start with
 // one line; a lock left by a killed process is taken over.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync, readFileSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { projectRoot } from '../../src/paths.js'
-import { LOCK_FILE, lockDataDir, DataDirLockedError } from '../../src/db/data-dir-lock.js'
+import { LOCK_FILE, lockDataDir } from '../../src/db/data-dir-lock.js'
 import { freePort, startServer } from '../helpers/server-process.js'
 
-function tempDir(t: Parameters<Parameters<typeof t.test>[1]>[0]) {
+function tempDir(t: Test) {
   const dir = mkdtempSync(path.join(tmpdir(), 'pglite-lock-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   return dir
