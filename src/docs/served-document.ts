@@ -6,6 +6,7 @@ import { errorCodesByOperation, exampleBody, listOperations, type CatalogueEntry
 
 export function buildServedDocument(spec: OpenApiNode): OpenApiNode {
   const doc = structuredClone(spec)
+  hoistPathParameters(doc)
   const codes = errorCodesByOperation(doc)
   for (const op of listOperations(doc)) {
     const byStatus = codes.get(op.operationId)!
@@ -26,6 +27,18 @@ export function buildServedDocument(spec: OpenApiNode): OpenApiNode {
     }
   }
   return doc
+}
+
+// Path-level parameters copied onto each operation (the same meaning in OpenAPI): Swagger UI
+// leaves path-level `$ref` parameters unresolved ("any") next to operation-level ones.
+function hoistPathParameters(doc: OpenApiNode): void {
+  for (const item of Object.values<OpenApiNode>(doc.paths)) {
+    if (!item.parameters) continue
+    for (const method of ['get', 'put', 'post', 'patch', 'delete']) {
+      if (item[method]) item[method].parameters = [...item.parameters, ...(item[method].parameters ?? [])]
+    }
+    delete item.parameters
+  }
 }
 
 function codeTable(entries: CatalogueEntry[]): string {
