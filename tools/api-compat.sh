@@ -7,5 +7,5 @@ cd "$(dirname "$0")/.."
 revision="${1:-spec/openapi.yaml}"
 released="$(ls spec/released/openapi-*.yaml | sort -V | tail -1)"
 echo "api-compat: ${released} -> ${revision}"
-exec npx --no-install redocly diff "$released" "$revision" --config spec/released/redocly-diff.yaml \
+exec node_modules/.bin/redocly diff "$released" "$revision" --config spec/released/redocly-diff.yaml \
   --fail-on=none --check-version --format=markdown
