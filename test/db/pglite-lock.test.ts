@@ -9,6 +9,17 @@ import { projectRoot } from '../../src/paths.js'
 import { LOCK_FILE, lockDataDir } from '../../src/db/data-dir-lock.js'
 import { freePort, startServer } from '../helpers/server-process.js'
 
+// PGlite's first start (initdb) plus loading the TypeScript sources can take minutes on a
+// loaded 2-core CI machine; the steps below are not timed, only allowed to finish.
+t.setTimeout(600_000)
+
+/** startServer, after the folder's database exists: initialised here, in this process, first. */
+async function initialise(dataDir: string) {
+  const { startEmbeddedDatabase } = await import('../../src/db/embedded.js')
+  const db = await startEmbeddedDatabase(dataDir)
+  await db.stop()
+}
+
 function tempDir(t: Test) {
   const dir = mkdtempSync(path.join(tmpdir(), 'pglite-lock-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -41,6 +52,8 @@ function runToExit(env: Record<string, string>): Promise<{ code: number | null; 
 t.test('a second server on the same folder refuses to start; a killed holder\'s lock is taken over', async (t) => {
   const dataDir = tempDir(t)
   const lock = path.join(dataDir, LOCK_FILE)
+  await initialise(dataDir)
+  t.notOk(existsSync(lock), 'stop() releases the lock')
   const first = await startServer(t, { DATABASE_URL: '', PGLITE_DATA_DIR: dataDir })
   t.equal(readFileSync(lock, 'utf8').trim(), String(first.child.pid), 'the lock names the first process')
 

@@ -81,10 +81,20 @@ export function contractProblems(method: string, url: string, status: number, he
   return problems
 }
 
+const listedSets = new Map<string, Set<string>>()
+function listedSet(operationId: string, status: string): Set<string> {
+  let set = listedSets.get(`${operationId} ${status}`)
+  if (!set) {
+    set = new Set((listedCodes.get(operationId)?.get(status) ?? []).map((e) => `${e.code} ${e.key}`))
+    listedSets.set(`${operationId} ${status}`, set)
+  }
+  return set
+}
+
 /** Codes in an error body that the operation's documentation does not list for this status. */
 export function unlistedCodes(where: string, operationId: string, status: number, body: any): string[] {
   if (status < 400 || body === null || typeof body !== 'object') return []
-  const listed = new Set((listedCodes.get(operationId)?.get(String(status)) ?? []).map((e) => `${e.code} ${e.key}`))
+  const listed = listedSet(operationId, String(status))
   const found = Array.isArray(body.errors) ? body.errors : [body]
   return found
     .filter((e: any) => typeof e?.code === 'string' && !listed.has(`${e.code} ${e.key}`))
