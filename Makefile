@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: key bench-cpu bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+.PHONY: key api-compat sdk-check smoke-node24 bench-cpu bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
 
 NPM_STAMP := node_modules/.package-lock.json
 
@@ -51,6 +51,21 @@ lint: node_modules
 ## Makes a partner API key: ID=acme [SCOPES=a,b] [SYSTEMS=uuid,...] [RATE_MAX= RATE_WINDOW_MS=] [EXPIRES_AT=]; prints the secret once and its API_KEYS_FILE entry.
 key: node_modules
 	@npx tsx tools/make-key.ts
+
+## The contract against the last released one (spec/released/): breaking changes need a new major version.
+api-compat: node_modules
+	./tools/api-compat.sh
+
+## The built server on Node.js 24 (the Docker image's version, from the npm registry): ready, create and read a user.
+smoke-node24: build
+	./tools/smoke-node24.sh
+
+## Clients generated from the served /openapi.json by openapi-typescript + openapi-fetch, @hey-api/openapi-ts and orval: tsc --strict, a walk through every operation on the service, and on a Prism mock.
+sdk-check: node_modules tools/sdk/node_modules/.package-lock.json
+	npx tsx tools/sdk-check.ts
+
+tools/sdk/node_modules/.package-lock.json: tools/sdk/package.json tools/sdk/package-lock.json
+	npm ci --prefix tools/sdk --no-audit --no-fund
 
 ## Applies pending migrations to DATABASE_URL.
 migrate: node_modules

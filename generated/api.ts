@@ -500,13 +500,11 @@ export interface components {
             username?: string | null;
             /**
              * Format: iana-time-zone
-             * @description An IANA time zone name known to the server, for example `Europe/Berlin`.
-             * @default UTC
+             * @description An IANA time zone name known to the server, for example `Europe/Berlin`. Omitted means `UTC`.
              */
             timezone?: string;
             /**
-             * @description Soft-invalidation flag.
-             * @default 0
+             * @description Soft-invalidation flag. Omitted means 0.
              * @enum {integer}
              */
             is_row_invalid?: 0 | 1;
@@ -601,8 +599,11 @@ export interface components {
             is_row_invalid: 0 | 1;
             /** Format: uuid */
             invalidation_reason_uuid: string | null;
-            system_user_id: string | null;
-            /** Format: uuid */
+            system_user_id: string;
+            /**
+             * Format: uuid
+             * @description Null once cleared by a PUT or PATCH.
+             */
             system_uuid: string | null;
             username: string | null;
             full_name: string;
@@ -828,6 +829,22 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "error_log_uuid": "5d1e0c3b-8a7f-4e2d-9c1b-0a9f8e7d6c5b",
+         *           "system_user_id": "learner-42",
+         *           "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+         *           "conspectus_uuid": null,
+         *           "message": "Mixed up mitosis and meiosis.",
+         *           "context": null,
+         *           "created_at": "2026-11-23T10:00:00.000Z"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
         ErrorLogListResponse: {
             items: components["schemas"]["ErrorLogResponse"][];
             /** @description Opaque; pass it as `cursor` for the next page. Null on the last page. */
@@ -869,40 +886,31 @@ export interface components {
             event: string;
             /** @description Client time in epoch milliseconds. */
             emitted_at_ms: number;
-            /** @default  */
+            /** @description Omitted means the empty string. */
             page_path?: string;
-            /** @default  */
+            /** @description Omitted means the empty string. */
             session_id?: string;
-            /** @default  */
+            /** @description Omitted means the empty string. */
             query_id?: string;
-            /** @default  */
+            /** @description Omitted means the empty string. */
             query_text?: string;
-            /** @default 0 */
+            /** @description Omitted means 0. */
             query_len?: number;
-            /** @default 0 */
+            /** @description Omitted means 0. */
             tokens_count?: number;
-            /** @default 0 */
+            /** @description Omitted means 0. */
             results_count?: number;
-            /**
-             * @description 1-based rank of the clicked result.
-             * @default 0
-             */
+            /** @description 1-based rank of the clicked result. Omitted means 0. */
             result_rank?: number;
-            /**
-             * @description Relative docs URL.
-             * @default
-             */
+            /** @description Relative docs URL. Omitted means the empty string. */
             result_url?: string;
-            /** @default 0 */
+            /** @description Omitted means 0. */
             latency_ms?: number;
-            /** @default 0 */
+            /** @description Omitted means 0. */
             time_to_success_ms?: number;
-            /** @default 0 */
+            /** @description Omitted means 0. */
             time_to_click_ms?: number;
-            /**
-             * @description For example a mouse-click marker.
-             * @default
-             */
+            /** @description For example a mouse-click marker. Omitted means the empty string. */
             source?: string;
             /** @description Free-form objects logged as impressions. */
             top_results?: {
@@ -928,6 +936,11 @@ export interface components {
         DocsSearchTelemetryBatchRequest: {
             events: components["schemas"]["DocsSearchTelemetryIngestRequest"][];
         };
+        /**
+         * @example {
+         *       "accepted": 1
+         *     }
+         */
         DocsSearchTelemetryAccepted: {
             /** @description Number of events stored. */
             accepted: number;

@@ -5,14 +5,16 @@ export const errorCatalogue = [
     "key": "IDEMPOTENCY_KEY_REQUIRED",
     "status": 400,
     "source": "business",
-    "message": "The Idempotency-Key header is required on this write."
+    "message": "The Idempotency-Key header is required on this write.",
+    "operations": "idempotent"
   },
   {
     "code": "COMMON_400",
     "key": "IDEMPOTENCY_KEY_INVALID",
     "status": 400,
     "source": "business",
-    "message": "The Idempotency-Key header must be 1 to 128 printable ASCII characters."
+    "message": "The Idempotency-Key header must be 1 to 128 printable ASCII characters.",
+    "operations": "idempotent"
   },
   {
     "code": "COMMON_400",
@@ -40,14 +42,28 @@ export const errorCatalogue = [
     "key": "SECURITY_SYSTEM_FORBIDDEN",
     "status": 403,
     "source": "security",
-    "message": "This API key may not act on this system_uuid."
+    "message": "This API key may not act on this system_uuid.",
+    "operations": [
+      "createUser",
+      "getUserBySystemUserId",
+      "updateUserBySystemUserId",
+      "patchUserBySystemUserId",
+      "createConspectus",
+      "listDueConspectuses",
+      "patchConspectus",
+      "reviewConspectus",
+      "getScheduleSummary",
+      "createErrorLog",
+      "listErrorLogs"
+    ]
   },
   {
     "code": "COMMON_404",
     "key": "ROUTE_NOT_FOUND",
     "status": 404,
     "source": "business",
-    "message": "No route matches this method and path."
+    "message": "No route matches this method and path.",
+    "operations": []
   },
   {
     "code": "COMMON_405",
@@ -68,14 +84,16 @@ export const errorCatalogue = [
     "key": "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD",
     "status": 409,
     "source": "business",
-    "message": "This Idempotency-Key was already used with a different request body."
+    "message": "This Idempotency-Key was already used with a different request body.",
+    "operations": "idempotent"
   },
   {
     "code": "COMMON_409",
     "key": "IDEMPOTENCY_REQUEST_IN_PROGRESS",
     "status": 409,
     "source": "business",
-    "message": "A request with this Idempotency-Key is still in progress."
+    "message": "A request with this Idempotency-Key is still in progress.",
+    "operations": "idempotent"
   },
   {
     "code": "COMMON_413",
@@ -96,7 +114,8 @@ export const errorCatalogue = [
     "key": "REQUEST_PARAMETER_INVALID",
     "status": 422,
     "source": "validation",
-    "message": "A path, query or header parameter is invalid."
+    "message": "A path, query or header parameter is invalid.",
+    "operations": "with-parameters"
   },
   {
     "code": "COMMON_429",
@@ -138,28 +157,50 @@ export const errorCatalogue = [
     "key": "USER_CREATE_ALREADY_EXISTS",
     "status": 400,
     "source": "business",
-    "message": "A user with this system_user_id and system_uuid already exists."
+    "message": "A user with this system_user_id and system_uuid already exists.",
+    "operations": [
+      "createUser"
+    ]
   },
   {
     "code": "USER_102",
     "key": "USER_PATCH_BODY_EMPTY",
     "status": 400,
     "source": "business",
-    "message": "The patch contains no field to apply."
+    "message": "The patch contains no field to apply.",
+    "operations": [
+      "patchUserBySystemUserId"
+    ]
   },
   {
     "code": "USER_404",
     "key": "USER_NOT_FOUND",
     "status": 404,
     "source": "business",
-    "message": "No user exists for this system_uuid and system_user_id."
+    "message": "No user exists for this system_uuid and system_user_id.",
+    "operations": [
+      "getUserBySystemUserId",
+      "updateUserBySystemUserId",
+      "patchUserBySystemUserId",
+      "createConspectus",
+      "listDueConspectuses",
+      "patchConspectus",
+      "reviewConspectus",
+      "getScheduleSummary",
+      "createErrorLog",
+      "listErrorLogs"
+    ]
   },
   {
     "code": "USER_409",
     "key": "USER_SYSTEM_KEY_CONFLICT",
     "status": 409,
     "source": "business",
-    "message": "Another user already holds this system_user_id and system_uuid."
+    "message": "Another user already holds this system_user_id and system_uuid.",
+    "operations": [
+      "updateUserBySystemUserId",
+      "patchUserBySystemUserId"
+    ]
   },
   {
     "code": "USER_001",
@@ -457,14 +498,22 @@ export const errorCatalogue = [
     "key": "CONSPECTUS_PATCH_BODY_EMPTY",
     "status": 400,
     "source": "business",
-    "message": "The patch contains only the owner key; send at least one of title, cue_sheet, dense_paragraph, bullets."
+    "message": "The patch contains only the owner key; send at least one of title, cue_sheet, dense_paragraph, bullets.",
+    "operations": [
+      "patchConspectus"
+    ]
   },
   {
     "code": "CONS_404",
     "key": "CONSPECTUS_NOT_FOUND",
     "status": 404,
     "source": "business",
-    "message": "No conspectus with this id belongs to this user."
+    "message": "No conspectus with this id belongs to this user.",
+    "operations": [
+      "patchConspectus",
+      "reviewConspectus",
+      "createErrorLog"
+    ]
   },
   {
     "code": "CONS_001",

@@ -223,8 +223,7 @@ export const schemas = {
         "minLength": 1,
         "maxLength": 64,
         "format": "iana-time-zone",
-        "default": "UTC",
-        "description": "An IANA time zone name known to the server, for example `Europe/Berlin`."
+        "description": "An IANA time zone name known to the server, for example `Europe/Berlin`. Omitted means `UTC`."
       },
       "is_row_invalid": {
         "type": "integer",
@@ -232,8 +231,7 @@ export const schemas = {
           0,
           1
         ],
-        "default": 0,
-        "description": "Soft-invalidation flag."
+        "description": "Soft-invalidation flag. Omitted means 0."
       },
       "invalidation_reason_uuid": {
         "type": [
@@ -428,17 +426,15 @@ export const schemas = {
         "format": "uuid"
       },
       "system_user_id": {
-        "type": [
-          "string",
-          "null"
-        ]
+        "type": "string"
       },
       "system_uuid": {
         "type": [
           "string",
           "null"
         ],
-        "format": "uuid"
+        "format": "uuid",
+        "description": "Null once cleared by a PUT or PATCH."
       },
       "username": {
         "type": [
@@ -973,7 +969,23 @@ export const schemas = {
         ],
         "description": "Opaque; pass it as `cursor` for the next page. Null on the last page."
       }
-    }
+    },
+    "examples": [
+      {
+        "items": [
+          {
+            "error_log_uuid": "5d1e0c3b-8a7f-4e2d-9c1b-0a9f8e7d6c5b",
+            "system_user_id": "learner-42",
+            "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+            "conspectus_uuid": null,
+            "message": "Mixed up mitosis and meiosis.",
+            "context": null,
+            "created_at": "2026-11-23T10:00:00.000Z"
+          }
+        ],
+        "next_cursor": null
+      }
+    ]
   },
   "DocsSearchTelemetryIngestRequest": {
     "$id": "https://study-service/schemas/DocsSearchTelemetryIngestRequest",
@@ -999,77 +1011,74 @@ export const schemas = {
       "page_path": {
         "type": "string",
         "maxLength": 512,
-        "default": ""
+        "description": "Omitted means the empty string."
       },
       "session_id": {
         "type": "string",
         "maxLength": 128,
-        "default": ""
+        "description": "Omitted means the empty string."
       },
       "query_id": {
         "type": "string",
         "maxLength": 128,
-        "default": ""
+        "description": "Omitted means the empty string."
       },
       "query_text": {
         "type": "string",
         "maxLength": 1024,
-        "default": ""
+        "description": "Omitted means the empty string."
       },
       "query_len": {
         "type": "integer",
         "minimum": 0,
         "maximum": 1024,
-        "default": 0
+        "description": "Omitted means 0."
       },
       "tokens_count": {
         "type": "integer",
         "minimum": 0,
         "maximum": 128,
-        "default": 0
+        "description": "Omitted means 0."
       },
       "results_count": {
         "type": "integer",
         "minimum": 0,
         "maximum": 10000,
-        "default": 0
+        "description": "Omitted means 0."
       },
       "result_rank": {
         "type": "integer",
         "minimum": 0,
         "maximum": 10000,
-        "default": 0,
-        "description": "1-based rank of the clicked result."
+        "description": "1-based rank of the clicked result. Omitted means 0."
       },
       "result_url": {
         "type": "string",
         "maxLength": 1024,
-        "default": "",
-        "description": "Relative docs URL."
+        "description": "Relative docs URL. Omitted means the empty string."
       },
       "latency_ms": {
         "type": "integer",
         "minimum": 0,
         "maximum": 60000,
-        "default": 0
+        "description": "Omitted means 0."
       },
       "time_to_success_ms": {
         "type": "integer",
         "minimum": 0,
         "maximum": 86400000,
-        "default": 0
+        "description": "Omitted means 0."
       },
       "time_to_click_ms": {
         "type": "integer",
         "minimum": 0,
         "maximum": 86400000,
-        "default": 0
+        "description": "Omitted means 0."
       },
       "source": {
         "type": "string",
         "maxLength": 64,
-        "default": "",
-        "description": "For example a mouse-click marker."
+        "description": "For example a mouse-click marker. Omitted means the empty string."
       },
       "top_results": {
         "type": "array",
@@ -1160,7 +1169,12 @@ export const schemas = {
         "maximum": 500,
         "description": "Number of events stored."
       }
-    }
+    },
+    "examples": [
+      {
+        "accepted": 1
+      }
+    ]
   },
   "DocsSearchTelemetryMetricsResponse": {
     "$id": "https://study-service/schemas/DocsSearchTelemetryMetricsResponse",

@@ -31,7 +31,7 @@ await writeFile(path.join(out, 'api.ts'), banner + astToString(ast))
 // 2. Error catalogue
 const catalogue = spec['x-error-catalogue'] as Array<Record<string, unknown>>
 const keys = new Set<string>()
-const ENTRY_FIELDS = new Set(['code', 'key', 'status', 'source', 'message', 'group', 'field', 'on'])
+const ENTRY_FIELDS = new Set(['code', 'key', 'status', 'source', 'message', 'group', 'field', 'on', 'operations'])
 for (const entry of catalogue) {
   const unknown = Object.keys(entry).filter((k) => !ENTRY_FIELDS.has(k))
   if (unknown.length) throw new Error(`x-error-catalogue entry ${entry.key} has unknown fields ${unknown.join(', ')} (quote messages that contain commas)`)

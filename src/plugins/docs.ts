@@ -1,13 +1,51 @@
+import { readFileSync } from 'node:fs'
 import fp from 'fastify-plugin'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
+import { parse } from 'yaml'
 import { specPath } from '../paths.js'
+import { buildServedDocument } from '../docs/served-document.js'
 
-/** The contract, unchanged, at /openapi.json and the offline Swagger UI at /docs. */
+/** Anything under /docs/static that could leave the asset folder once decoded. */
+export function escapesStaticFolder(url: string): boolean {
+  let path = url.split('?')[0]!
+  // Decode repeatedly so that double-encoded dots and slashes are seen too.
+  for (let i = 0; i < 3; i++) {
+    try {
+      const decoded = decodeURIComponent(path)
+      if (decoded === path) break
+      path = decoded
+    } catch {
+      return true
+    }
+  }
+  return path.includes('\\') || path.includes('\0') || path.split('/').some((segment) => segment === '..' || segment === '.')
+}
+
+/**
+ * The contract at /openapi.json (spec/openapi.yaml plus each operation's error codes, see
+ * src/docs/served-document.ts) and the offline Swagger UI at /docs, which reads that same
+ * document (and /docs/json serves it too).
+ */
 export default fp(
   async (fastify) => {
-    await fastify.register(swagger, { mode: 'static', specification: { path: specPath, baseDir: '' } } as never)
-    await fastify.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/openapi.json' } as never, staticCSP: true })
+    const document = buildServedDocument(parse(readFileSync(specPath, 'utf8')))
+    await fastify.register(swagger, { mode: 'static', specification: { document } } as never)
+    await fastify.register(async (scope) => {
+      scope.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+        if (request.url.startsWith('/docs/static/') && escapesStaticFolder(request.url)) return reply.callNotFound()
+      })
+      await scope.register(swaggerUi, {
+        routePrefix: '/docs',
+        // Swagger UI's Topbar reads `urls` in preference to the `/docs/json` it is otherwise given.
+        uiConfig: { urls: [{ url: '/openapi.json', name: 'Study Service' }], 'urls.primaryName': 'Study Service' } as never,
+        staticCSP: true,
+        // Without upgrade-insecure-requests: over plain HTTP on any host name other than
+        // localhost, browsers would fetch every asset over https and the page would stay blank.
+        transformStaticCSP: (header: string) => header.replace(/\s*upgrade-insecure-requests;?/g, ''),
+      })
+    })
     fastify.get('/openapi.json', { schema: { hide: true } }, async () => fastify.swagger())
   },
   { name: 'docs' },

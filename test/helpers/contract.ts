@@ -1,6 +1,7 @@
 // Checks every response the tests receive against spec/openapi.yaml: the status must be
 // declared for the operation, the body must match the declared schema and every header the
-// spec marks required must be present.
+// spec marks required must be present. Every error code in a body must be one the served
+// document lists for that operation and status (src/docs/operation-errors.ts).
 import { readFileSync } from 'node:fs'
 import { parse } from 'yaml'
 import { Ajv2020 } from 'ajv/dist/2020.js'
@@ -9,8 +10,10 @@ import type { ValidateFunction } from 'ajv'
 import { schemas, schemaId } from '../../generated/schemas.js'
 import { addProjectFormats } from '../../src/validation/formats.js'
 import { specPath } from '../../src/paths.js'
+import { errorCodesByOperation } from '../../src/docs/operation-errors.js'
 
 const spec = parse(readFileSync(specPath, 'utf8'))
+const listedCodes = errorCodesByOperation(spec)
 const ajv = new Ajv2020({ strict: false, allErrors: true, allowUnionTypes: true })
 addFormats.default(ajv)
 addProjectFormats(ajv)
@@ -73,6 +76,27 @@ export function contractProblems(method: string, url: string, status: number, he
     }
     const validate = bodyValidator(`${where}`, content.schema)
     if (!validate(parsed)) problems.push(`${where}: body does not match schema: ${ajv.errorsText(validate.errors)}`)
+    problems.push(...unlistedCodes(where, route.operation.operationId, status, parsed))
   }
   return problems
+}
+
+const listedSets = new Map<string, Set<string>>()
+function listedSet(operationId: string, status: string): Set<string> {
+  let set = listedSets.get(`${operationId} ${status}`)
+  if (!set) {
+    set = new Set((listedCodes.get(operationId)?.get(status) ?? []).map((e) => `${e.code} ${e.key}`))
+    listedSets.set(`${operationId} ${status}`, set)
+  }
+  return set
+}
+
+/** Codes in an error body that the operation's documentation does not list for this status. */
+export function unlistedCodes(where: string, operationId: string, status: number, body: any): string[] {
+  if (status < 400 || body === null || typeof body !== 'object') return []
+  const listed = listedSet(operationId, String(status))
+  const found = Array.isArray(body.errors) ? body.errors : [body]
+  return found
+    .filter((e: any) => typeof e?.code === 'string' && !listed.has(`${e.code} ${e.key}`))
+    .map((e: any) => `${where}: ${e.code} ${e.key} is not listed for ${operationId} in x-error-catalogue`)
 }

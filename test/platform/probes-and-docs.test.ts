@@ -7,6 +7,7 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createClient } from '../../src/db/client.js'
 import { specPath } from '../../src/paths.js'
+import { buildServedDocument } from '../../src/docs/served-document.js'
 import { buildTestApp, API_KEY, NO_LOAD_SHEDDING } from '../helpers/app.js'
 
 t.test('/live reports the deployment profile without touching dependencies', async (t) => {
@@ -53,12 +54,12 @@ t.test('/metrics exposes request counts and durations by route template, and db 
   t.notMatch(text, systemUuid, 'no concrete path in labels')
 })
 
-t.test('/openapi.json is the YAML contract unchanged and /docs renders it', async (t) => {
+t.test('/openapi.json is the YAML contract plus each operation\'s error codes, and /docs renders it', async (t) => {
   const api = await buildTestApp(t)
   const served = (await api.get('/openapi.json')).json()
-  t.same(served, parse(readFileSync(specPath, 'utf8')))
+  t.same(served, buildServedDocument(parse(readFileSync(specPath, 'utf8'))))
   t.equal(served.openapi, '3.1.0')
-  t.equal(served.info.version, '1.1.1')
+  t.equal(served.info.version, '1.2.0')
   const docs = await api.request({ method: 'GET', url: '/docs/', key: null })
   t.equal(docs.statusCode, 200)
   t.match(docs.headers['content-type'], /text\/html/)
