@@ -1,28 +1,107 @@
 import fp from 'fastify-plugin'
 import rateLimit from '@fastify/rate-limit'
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { appError } from '../errors.js'
-import { SlidingWindowStore } from '../rate-limit/sliding-window-store.js'
+import { ADDRESS_PREFIX, SlidingWindowStore } from '../rate-limit/sliding-window-store.js'
+import { SharedWindowStore } from '../rate-limit/shared-window-store.js'
+import { createRedisWindowClient } from '../rate-limit/redis-window.js'
+import * as ietf from '../rate-limit/ietf-headers.js'
+
+export interface RateLimitQuota {
+  max: number
+  windowMs: number
+}
+
+/** A Redis outage is logged at most this often (each fallback decision is counted in the metric). */
+const FALLBACK_LOG_EVERY_MS = 10_000
 
 /**
  * Per-client sliding-window limit on /api/v1 routes (probes, metrics and docs are exempt).
- * The client is the API key when a configured one is sent, else the remote address, so that
- * made-up keys cannot open fresh buckets. Its hook goes first on each route: 429 before 401.
+ * The client is the API key's id when a configured key is sent, else the remote address, so
+ * that made-up keys cannot open fresh buckets. Its hook goes first on each route: 429 before
+ * 401. The windows live in process memory, or in Redis (shared by every replica) with
+ * REDIS_URL. Every limited answer carries X-RateLimit-* and the IETF RateLimit-Policy and
+ * RateLimit fields.
  */
 export default fp(
   async (fastify) => {
+    const { config } = fastify
+    const defaults: RateLimitQuota = { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs }
+    // Per-key quotas (an API key entry's own rate_limit) replace `defaults` here once keys carry one.
+    const quotaFor = (_request: FastifyRequest): RateLimitQuota => defaults
+
+    const local = new SlidingWindowStore()
+    const store = config.redisUrl ? sharedStore(fastify, config.redisUrl, config.redisCommandTimeoutMs, local) : local
+
     await fastify.register(rateLimit, {
       global: false,
-      max: fastify.config.rateLimitMax,
-      timeWindow: fastify.config.rateLimitWindowMs,
-      store: SlidingWindowStore as never,
-      keyGenerator: (request) => request.apiKeyId ?? `ip:${request.ip}`,
+      max: (request) => quotaFor(request).max,
+      timeWindow: (request) => quotaFor(request).windowMs,
+      // @fastify/rate-limit constructs the store with `new`; this hands it the one built above.
+      store: function useStore() {
+        return store
+      } as never,
+      keyGenerator: (request) => request.apiKeyId ?? `${ADDRESS_PREFIX}${request.ip}`,
       errorResponseBuilder: () => appError('SECURITY_RATE_LIMIT_EXCEEDED'),
     })
     const limit = fastify.rateLimit()
+    const policies = new Map<string, string>()
+    const describe = (request: FastifyRequest, reply: FastifyReply) => {
+      const remaining = reply.getHeader('x-ratelimit-remaining')
+      if (remaining === undefined) return
+      const { max, windowMs } = quotaFor(request)
+      const policyKey = `${max}/${windowMs}`
+      let policy = policies.get(policyKey)
+      if (policy === undefined) {
+        policy = ietf.rateLimitPolicy(max, windowMs)
+        policies.set(policyKey, policy)
+      }
+      reply.header('ratelimit-policy', policy)
+      reply.header('ratelimit', ietf.rateLimit(Number(remaining), Number(reply.getHeader('x-ratelimit-reset'))))
+    }
+    const limitHook: onRequestHookHandler = async function (request, reply) {
+      try {
+        await limit.call(this, request, reply)
+      } finally {
+        describe(request, reply)
+      }
+    }
     fastify.addHook('onRoute', (route) => {
       if (!route.url.startsWith('/api/v1')) return
-      route.onRequest = [limit, ...[route.onRequest ?? []].flat()]
+      route.onRequest = [limitHook, ...[route.onRequest ?? []].flat()]
     })
   },
-  { name: 'rate-limit', dependencies: ['config', 'auth'] },
+  { name: 'rate-limit', dependencies: ['config', 'auth', 'metrics'] },
 )
+
+/** The Redis-backed store with its local fallback, fallback metric, throttled log and shutdown. */
+function sharedStore(fastify: FastifyInstance, url: string, commandTimeoutMs: number, local: SlidingWindowStore) {
+  const fallbacks = new fastify.metrics.client.Counter({
+    name: 'rate_limit_store_fallback_total',
+    help: 'Rate-limit decisions taken in the local window because Redis was unreachable or slow',
+  })
+  let lastLog = Number.NEGATIVE_INFINITY
+  let unlogged = 0
+  const redis = createRedisWindowClient({ url, commandTimeoutMs })
+  const store = new SharedWindowStore({
+    redis,
+    local,
+    onFallback: (reason) => {
+      fallbacks.inc()
+      const now = Date.now()
+      if (now - lastLog < FALLBACK_LOG_EVERY_MS) {
+        unlogged++
+        return
+      }
+      fastify.log.warn({ reason, fallbacks_since_last_log: unlogged }, 'rate limit: Redis unavailable, deciding in the local window')
+      lastLog = now
+      unlogged = 0
+    },
+    onRecover: () => fastify.log.info('rate limit: windows shared in Redis'),
+  })
+  fastify.addHook('onClose', async () => {
+    store.close()
+    await redis.quit().catch(() => redis.disconnect())
+  })
+  return store
+}
