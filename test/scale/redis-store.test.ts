@@ -2,14 +2,14 @@
 // in-memory store (no 2x burst across a window boundary, rejected requests not recorded, ttl
 // until the oldest accepted request leaves), and the local fallback when Redis is down or
 // paused, with sharing back once it answers.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { SlidingWindowStore, type StoreResult } from '../../src/rate-limit/sliding-window-store.js'
 import { SharedWindowStore } from '../../src/rate-limit/shared-window-store.js'
 import { createRedisWindowClient, takeInRedis, type RedisWindowClient } from '../../src/rate-limit/redis-window.js'
 import { startPrivateRedis } from '../helpers/private-redis.js'
 
-async function client(t: Parameters<Parameters<typeof t.test>[1]>[0], url: string, commandTimeoutMs = 1000): Promise<RedisWindowClient> {
+async function client(t: Test, url: string, commandTimeoutMs = 1000): Promise<RedisWindowClient> {
   const redis = createRedisWindowClient({ url, commandTimeoutMs })
   redis.on('error', () => {})
   t.teardown(() => redis.disconnect())
