@@ -36,6 +36,11 @@ t.test('the rate limit answers 429 with Retry-After and X-RateLimit-* before the
   t.equal(limited.headers['x-ratelimit-limit'], '3')
   t.ok(Number(limited.headers['retry-after']) > 0 && Number(limited.headers['retry-after']) <= 60)
   t.equal(limited.headers['x-ratelimit-reset'], limited.headers['retry-after'])
+  t.same(
+    answers.map((r) => [r.headers['ratelimit-policy'], r.headers.ratelimit]),
+    ['2', '1', '0', '0'].map((remaining, i) => ['"default";q=3;w=60', `"default";r=${remaining};t=${answers[i]!.headers['x-ratelimit-reset']}`]),
+    'the IETF fields on every limited answer (404s and the 429) agree with X-RateLimit-*',
+  )
   const otherKey = await api.request({ method: 'GET', url, key: 'test-key-2' })
   t.equal(otherKey.statusCode, 404, 'each API key has its own window')
   t.equal((await api.request({ method: 'GET', url: '/live', key: null })).statusCode, 200, 'probes are not limited')
