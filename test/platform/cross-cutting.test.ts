@@ -38,7 +38,7 @@ t.test('the rate limit answers 429 with Retry-After and X-RateLimit-* before the
   t.equal(limited.headers['x-ratelimit-reset'], limited.headers['retry-after'])
   t.same(
     answers.map((r) => [r.headers['ratelimit-policy'], r.headers.ratelimit]),
-    ['2', '1', '0', '0'].map((remaining, i) => ['"default";q=3;w=60', `"default";r=${remaining};t=${answers[i]!.headers['x-ratelimit-reset']}`]),
+    answers.map((r) => ['"default";q=3;w=60', `"default";r=${r.headers['x-ratelimit-remaining']};t=${r.headers['x-ratelimit-reset']}`]),
     'the IETF fields on every limited answer (404s and the 429) agree with X-RateLimit-*',
   )
   const otherKey = await api.request({ method: 'GET', url, key: 'test-key-2' })
