@@ -339,9 +339,10 @@ export interface paths {
         };
         /**
          * Readiness probe
-         * @description Checks dependencies: the database with `select 1` under a short timeout. 200 `ready`
-         *     when every check passes, 503 `not_ready` otherwise (also while the server drains on
-         *     shutdown).
+         * @description Checks dependencies: the database with `select 1` under a short timeout (one check
+         *     serves every probe for up to 1 s). 200 `ready` when every check passes, 503 `not_ready`
+         *     otherwise: also while the process is overloaded and sheds load, and while the server
+         *     drains on shutdown.
          */
         get: operations["getReady"];
         put?: never;
@@ -983,7 +984,7 @@ export interface components {
              * @enum {string}
              */
             status: "ready" | "not_ready";
-            /** @description Check name to state (`ok` or `unavailable`); `shutdown` appears while draining. */
+            /** @description Check name to state (`ok` or `unavailable`); `load` is `overloaded` while the process sheds load, `shutdown` is `draining` while it shuts down. The database check is cached for up to 1 s, so a flood of probes is not a flood of queries. */
             checks: {
                 [key: string]: string;
             };
@@ -992,15 +993,15 @@ export interface components {
         };
     };
     responses: {
-        /** @description A business rule refused the request (for example `USER_101`, `USER_102`, `COMMON_400`). */
+        /** @description A business rule refused the request (for example `USER_101`, `USER_102`, `COMMON_400`), or the request itself is malformed (`COMMON_400` / `MALFORMED_REQUEST`: an undecodable URL; answered before the rate limiter, so without its headers). */
         BadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
-                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                RateLimit: components["headers"]["RateLimit"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-WhenLimited"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-WhenLimited"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-WhenLimited"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy-WhenLimited"];
+                RateLimit: components["headers"]["RateLimit-WhenLimited"];
                 [name: string]: unknown;
             };
             content: {
@@ -1128,7 +1129,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The database is unreachable (`COMMON_503`); retry after `Retry-After` seconds. */
+        /** @description The database is unreachable (`COMMON_503` / `SERVICE_UNAVAILABLE`) or the process is overloaded and sheds load (`COMMON_503` / `SERVICE_OVERLOADED`); retry after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1138,6 +1139,47 @@ export interface components {
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 RateLimit: components["headers"]["RateLimit"];
                 "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The request is malformed (`COMMON_400` / `MALFORMED_REQUEST`), for example an undecodable percent-encoding in the URL. The path is never echoed. */
+        MalformedRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The path exists but does not declare this method (`COMMON_405`); `Allow` lists the methods it declares. `OPTIONS` on a declared path answers 204 with the same `Allow`. */
+        MethodNotAllowed: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                Allow: components["headers"]["Allow"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The request's headers and body did not arrive within `REQUEST_TIMEOUT_MS` (`COMMON_408`); the connection is closed after this answer. */
+        RequestTimeout: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The header section is larger than the server accepts (`COMMON_431`); the connection is closed after this answer. */
+        RequestHeadersTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1203,6 +1245,18 @@ export interface components {
         RateLimit: string;
         /** @description Seconds to wait before retrying. */
         "Retry-After": number;
+        /** @description Requests allowed per window for this client; absent when the request was refused before the rate limiter ran (a malformed URL). */
+        "X-RateLimit-Limit-WhenLimited": number;
+        /** @description Requests left in the current sliding window; absent when the request was refused before the rate limiter ran. */
+        "X-RateLimit-Remaining-WhenLimited": number;
+        /** @description Seconds until the window frees a request; absent when the request was refused before the rate limiter ran. */
+        "X-RateLimit-Reset-WhenLimited": number;
+        /** @description The IETF RateLimit-Policy field (see `RateLimit-Policy`); absent when the request was refused before the rate limiter ran. */
+        "RateLimit-Policy-WhenLimited": string;
+        /** @description The IETF RateLimit field (see `RateLimit`); absent when the request was refused before the rate limiter ran. */
+        "RateLimit-WhenLimited": string;
+        /** @description The methods the path declares. */
+        Allow: string;
         /** @description `true` when this answer is the stored answer of an earlier request with the same Idempotency-Key. */
         "Idempotent-Replayed": "true";
     };
@@ -1252,11 +1306,13 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1296,10 +1352,13 @@ export interface operations {
                     "application/json": components["schemas"]["UserResponse"];
                 };
             };
+            400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1352,11 +1411,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1409,11 +1470,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1461,11 +1524,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1509,10 +1574,13 @@ export interface operations {
                     "application/json": components["schemas"]["ConspectusResponse"][];
                 };
             };
+            400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1563,11 +1631,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1618,11 +1688,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1664,10 +1736,13 @@ export interface operations {
                     "application/json": components["schemas"]["ScheduleSummaryResponse"];
                 };
             };
+            400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1713,10 +1788,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorLogListResponse"];
                 };
             };
+            400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1764,11 +1842,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1807,11 +1887,14 @@ export interface operations {
                     "application/json": components["schemas"]["DocsSearchTelemetryAccepted"];
                 };
             };
+            400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1850,11 +1933,14 @@ export interface operations {
                     "application/json": components["schemas"]["DocsSearchTelemetryAccepted"];
                 };
             };
+            400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1892,9 +1978,12 @@ export interface operations {
                     "application/json": components["schemas"]["DocsSearchTelemetryMetricsResponse"];
                 };
             };
+            400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1918,6 +2007,9 @@ export interface operations {
                     "application/json": components["schemas"]["LiveResponse"];
                 };
             };
+            400: components["responses"]["MalformedRequest"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["ProbeInternalError"];
         };
     };
@@ -1940,6 +2032,9 @@ export interface operations {
                     "application/json": components["schemas"]["ReadyResponse"];
                 };
             };
+            400: components["responses"]["MalformedRequest"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             500: components["responses"]["ProbeInternalError"];
             /** @description A dependency is down or the server is draining. */
             503: {
@@ -1972,6 +2067,9 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            400: components["responses"]["MalformedRequest"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["RequestHeadersTooLarge"];
         };
     };
     getOpenApiDocument: {
@@ -1993,6 +2091,9 @@ export interface operations {
                     "application/json": Record<string, unknown>;
                 };
             };
+            400: components["responses"]["MalformedRequest"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["RequestHeadersTooLarge"];
         };
     };
 }

@@ -7,6 +7,13 @@ import { SharedWindowStore } from '../rate-limit/shared-window-store.js'
 import { createRedisWindowClient } from '../rate-limit/redis-window.js'
 import * as ietf from '../rate-limit/ietf-headers.js'
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The rate-limit check for one operation (429), adding the IETF fields to every answer it limits. */
+    rateLimitHook: onRequestHookHandler
+  }
+}
+
 export interface RateLimitQuota {
   max: number
   windowMs: number
@@ -16,12 +23,12 @@ export interface RateLimitQuota {
 const FALLBACK_LOG_EVERY_MS = 10_000
 
 /**
- * Per-client sliding-window limit on /api/v1 routes (probes, metrics and docs are exempt).
- * The client is the API key's id when a configured key is sent, else the remote address, so
- * that made-up keys cannot open fresh buckets. Its hook goes first on each route: 429 before
- * 401. The windows live in process memory, or in Redis (shared by every replica) with
- * REDIS_URL. Every limited answer carries X-RateLimit-* and the IETF RateLimit-Policy and
- * RateLimit fields.
+ * Per-client sliding-window limit. The client is the API key when a configured one is sent,
+ * else the remote address, so that made-up keys cannot open fresh buckets. Registered with
+ * `global: false`: the request pipeline puts `fastify.rateLimit()` on the operations behind a
+ * security requirement (probes, metrics and docs are exempt), through `fastify.rateLimitHook`,
+ * which adds the IETF RateLimit-Policy and RateLimit fields next to X-RateLimit-*. The windows
+ * live in process memory, or in Redis (shared by every replica) with REDIS_URL.
  */
 export default fp(
   async (fastify) => {
@@ -66,10 +73,7 @@ export default fp(
         describe(request, reply)
       }
     }
-    fastify.addHook('onRoute', (route) => {
-      if (!route.url.startsWith('/api/v1')) return
-      route.onRequest = [limitHook, ...[route.onRequest ?? []].flat()]
-    })
+    fastify.decorate('rateLimitHook', limitHook)
   },
   { name: 'rate-limit', dependencies: ['config', 'auth', 'metrics'] },
 )
