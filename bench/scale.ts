@@ -2,9 +2,10 @@
 // (deploy/haproxy.cfg) with 1, 2 and 3 replicas sharing one PostgreSQL database and one private
 // Redis; then the cost of the Redis round trip: GET user on a replica with REDIS_URL against one
 // with the in-memory store, paired runs alternating in one session (median of the ratios).
-// Every process shares the machine's cores (replicas, HAProxy, Redis, PostgreSQL and autocannon),
-// so more replicas cannot add cores: the figures say what a second and third process cost or
-// gain here, not what they would on separate hosts. Writes bench/scale.md.
+// The replicas run on BENCH_SERVER_CPU (core 0 unless set, as in `make bench`); HAProxy, Redis,
+// PostgreSQL and autocannon share the machine. More replicas on the same cores cannot add
+// capacity: the figures say what a second and third process cost or gain here, not what they
+// would on separate hosts. Writes bench/scale.md.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -14,7 +15,7 @@ import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
 import { haproxyEnv, HAPROXY_CONFIG } from '../test/helpers/private-haproxy.js'
 import { freePort } from '../test/helpers/server-process.js'
-import { API_KEY, createBenchDatabase, median, startServer, stopServers } from './harness.js'
+import { API_KEY, SERVER_CPU, createBenchDatabase, median, startServer, stopServers } from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
@@ -75,7 +76,9 @@ try {
   })
   const redisUrl = `redis://127.0.0.1:${redisPort}`
   const ports = await Promise.all([freePort(), freePort(), freePort(), freePort()])
-  const replicas = await Promise.all(ports.slice(0, 3).map((port) => startServer('replica', ['dist/src/server.js'], port, env(redisUrl))))
+  // One at a time: four servers loading at once on one core outlast Fastify's plugin timeout.
+  const replicas = []
+  for (const port of ports.slice(0, 3)) replicas.push(await startServer('replica', ['dist/src/server.js'], port, env(redisUrl)))
   const inMemory = await startServer('in-memory', ['dist/src/server.js'], ports[3]!, env(null))
   const requests = await createBenchRequests(bench.sql, replicas[0]!.base)
 
@@ -132,9 +135,10 @@ try {
     '',
     ...table,
     '',
-    'Every process (replicas, HAProxy, Redis, PostgreSQL, the load generator) shares the same cores,',
-    'so replicas beyond the core count add no capacity here: the table shows what HAProxy and',
-    'more processes cost or gain on one small machine, not scale-out on separate hosts.',
+    `The replicas run on core(s) ${SERVER_CPU} (BENCH_SERVER_CPU); HAProxy, Redis, PostgreSQL and the`,
+    'load generator share the machine with them. More replicas on the same core(s) add no capacity:',
+    'the table shows what HAProxy and more processes cost or gain on one small machine, not',
+    'scale-out on separate hosts.',
     '',
     '## The Redis round trip: GET user with the Redis store vs the in-memory store',
     '',
