@@ -249,7 +249,7 @@ export interface paths {
          *     Idempotency-Key: telemetry is at-least-once. Browsers on the origins in `CORS_ORIGINS`
          *     may call it cross-origin.
          *
-         *     Business errors: none beyond the common ones (401, 413, 415, 422, 429).
+         *     Business errors: none beyond the common ones (401, 403, 413, 415, 422, 429).
          */
         post: operations["ingestDocsSearchEvent"];
         delete?: never;
@@ -273,7 +273,7 @@ export interface paths {
          *     stored: one bad event rejects the batch with 422, and each item's `loc` names the
          *     event's index (for example `["body", "events", 3, "query_len"]`).
          *
-         *     Business errors: none beyond the common ones (401, 413, 415, 422, 429).
+         *     Business errors: none beyond the common ones (401, 403, 413, 415, 422, 429).
          */
         post: operations["ingestDocsSearchEventBatch"];
         delete?: never;
@@ -299,7 +299,7 @@ export interface paths {
          *     `time_to_success_ms > 0`; median and p75 are nearest-rank percentiles of those (null when
          *     there are none).
          *
-         *     Business errors: none beyond the common ones (401, 422, 429).
+         *     Business errors: none beyond the common ones (401, 403, 422, 429).
          */
         get: operations["getDocsSearchTelemetryMetrics"];
         put?: never;
@@ -1023,6 +1023,24 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /**
+         * @description The key is valid but may not make this request: the operation's scope is not among the
+         *     key's scopes (`SECURITY_SCOPE_MISSING`), or the request names a `system_uuid` outside the
+         *     key's systems (`SECURITY_SYSTEM_FORBIDDEN`, decided from the request alone, before any
+         *     lookup, so it says nothing about what exists).
+         */
+        Forbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description The addressed resource does not exist (for example `USER_404`). */
         NotFound: {
             headers: {
@@ -1259,6 +1277,8 @@ export interface components {
         Allow: string;
         /** @description `true` when this answer is the stored answer of an earlier request with the same Idempotency-Key. */
         "Idempotent-Replayed": "true";
+        /** @description On a replay (`Idempotent-Replayed: true`), the request's Idempotency-Key, echoed. */
+        "Idempotency-Key": string;
     };
     pathItems: never;
 }
@@ -1298,6 +1318,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1306,6 +1327,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1354,6 +1376,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
@@ -1402,6 +1425,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1410,6 +1434,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1461,6 +1486,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1469,6 +1495,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1515,6 +1542,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1523,6 +1551,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1576,6 +1605,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
@@ -1622,6 +1652,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1630,6 +1661,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1679,6 +1711,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1687,6 +1720,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1738,6 +1772,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
@@ -1790,6 +1825,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
@@ -1833,6 +1869,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1841,6 +1878,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1889,6 +1927,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1935,6 +1974,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1980,6 +2020,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];

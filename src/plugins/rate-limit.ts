@@ -34,8 +34,8 @@ export default fp(
   async (fastify) => {
     const { config } = fastify
     const defaults: RateLimitQuota = { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs }
-    // Per-key quotas (an API key entry's own rate_limit) replace `defaults` here once keys carry one.
-    const quotaFor = (_request: FastifyRequest): RateLimitQuota => defaults
+    // A key's own rate_limit (API_KEYS_FILE) replaces the default for that key.
+    const quotaFor = (request: FastifyRequest): RateLimitQuota => request.apiKey?.rateLimit ?? defaults
 
     const local = new SlidingWindowStore()
     const store = config.redisUrl ? sharedStore(fastify, config.redisUrl, config.redisCommandTimeoutMs, local) : local
