@@ -129,7 +129,7 @@ try {
     '# bench-scale results',
     '',
     `Run ${new Date().toISOString()} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}.`,
-    `autocannon ${CONNECTIONS} connections, ${DURATION} s per case, from the same machine.`,
+    `autocannon ${CONNECTIONS} connections, ${DURATION} s per case, from the same machine; load average at the end ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} (1/5/15 min).`,
     '',
     '## Through HAProxy with 1, 2 and 3 replicas (Redis rate-limit store, one PostgreSQL database)',
     '',
