@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: key bench-scale bench-cpu bench-soak run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+.PHONY: key bench-scale bench-cpu bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
 
 NPM_STAMP := node_modules/.package-lock.json
 
@@ -22,6 +22,15 @@ dev: node_modules
 ## Runs every test against PostgreSQL (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres).
 test: node_modules
 	npm test
+
+## Alert rules: promtool check and unit tests (deploy/prometheus; also run by `make test`).
+test-alerts:
+	promtool check rules deploy/prometheus/alerts.yml
+	promtool test rules deploy/prometheus/alerts.test.yml
+
+## Runs the README's sh blocks in order against a fresh server (also run by `make test`).
+test-readme: node_modules
+	npx tap test/readme/readme-walk.test.ts
 
 ## Regenerates generated/ from spec/openapi.yaml.
 generate: node_modules

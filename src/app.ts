@@ -1,6 +1,7 @@
 // Composition root: the HTTP edge, the cross-cutting plugins and the routes. The order of
 // checks on a request is decided in one place: src/plugins/request-pipeline.ts.
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import pinoPretty from 'pino-pretty'
 import type { Config } from './config.js'
 import type { Sql } from './db/client.js'
 import { serverOptions } from './http/server-options.js'
@@ -33,9 +34,14 @@ export interface AppOptions {
 
 export const REDACTED_HEADERS = ['x-api-key', 'authorization', 'cookie', 'set-cookie', 'proxy-authorization']
 
-export function loggerOptions(config: Config) {
+/**
+ * JSON lines for machines; on a terminal (stdout a TTY, i.e. development), pino-pretty's
+ * coloured lines instead. Synchronous, so the last line before exit is never lost.
+ */
+export function loggerOptions(config: Config, pretty = process.stdout.isTTY === true) {
   return {
     level: config.logLevel,
+    ...(pretty ? { stream: pinoPretty({ sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }) } : {}),
     redact: {
       paths: REDACTED_HEADERS.flatMap((h) => [`req.headers["${h}"]`, `headers["${h}"]`, `res.headers["${h}"]`]),
       censor: '[redacted]',

@@ -36,6 +36,7 @@ async function main(config: Config) {
     await app.close() // stops accepting, closes idle connections, waits for in-flight requests; closes Redis
     await sql.end({ timeout: 5 })
     await embedded?.stop()
+    app.log.info({ signal }, 'stopped')
     process.exit(0)
   }
   process.on('SIGTERM', () => void shutdown('SIGTERM'))

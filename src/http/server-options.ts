@@ -36,6 +36,7 @@ const clientErrorHandler: ClientErrorHandler = function (err, socket) {
 function frameworkErrors(_error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const err = appError('MALFORMED_REQUEST')
   request.log.info({ code: err.code, key: err.key }, 'malformed request refused')
+  reply.answeredError = { code: err.code, key: err.key }
   reply.header('x-request-id', request.id).header('connection', 'close').code(err.statusCode).send(err.envelope())
 }
 

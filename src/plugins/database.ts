@@ -1,9 +1,13 @@
 import fp from 'fastify-plugin'
 import type { Sql } from '../db/client.js'
+import { PoolUsage } from '../db/pool-usage.js'
 import { createRepositories, type Repositories } from '../repositories/index.js'
 
 export interface Database {
   sql: Sql
+  /** The pool's configured size and what the process currently asks of it (for /metrics). */
+  maxConnections: number
+  usage: PoolUsage
   /** Repositories over the pool, for single-statement work. */
   repos: Repositories
   /** A pooled connection of its own (for a hand-driven transaction); release it when done. */
@@ -27,12 +31,29 @@ declare module 'fastify' {
 export default fp<{ sql: Sql }>(
   async (fastify, { sql }) => {
     const observe = fastify.observeDbOperation
+    const usage = new PoolUsage()
     const db: Database = {
       sql,
-      repos: createRepositories(sql, observe),
+      maxConnections: sql.options.max,
+      usage,
+      repos: createRepositories(sql, observe, usage),
       async reserve() {
-        const connection = await sql.reserve()
-        return { sql: connection, repos: createRepositories(connection, observe), release: () => connection.release() }
+        usage.waiting++
+        let connection: Awaited<ReturnType<Sql['reserve']>>
+        try {
+          connection = await sql.reserve()
+        } finally {
+          usage.waiting--
+        }
+        usage.reserved++
+        let released = false
+        const release = () => {
+          if (released) return
+          released = true
+          usage.reserved--
+          connection.release()
+        }
+        return { sql: connection, repos: createRepositories(connection, observe, usage), release }
       },
     }
     fastify.decorate('db', db)

@@ -19,16 +19,32 @@ export function safeErrorFields(err: unknown): Record<string, unknown> {
   }
 }
 
+declare module 'fastify' {
+  interface FastifyReply {
+    /** The catalogued error this reply answers (null on success): read by the request log and metrics. */
+    answeredError: AnsweredError | null
+  }
+}
+
+export interface AnsweredError {
+  code: string
+  key: string
+}
+
 function validationGroup(request: FastifyRequest): string | null {
   return ((request.routeOptions.schema as Record<string, unknown> | undefined)?.['x-validation-group'] as string) ?? null
 }
 
 function sendValidation(request: FastifyRequest, reply: FastifyReply, items: ReturnType<typeof toValidationItems>) {
   const path = request.url.split('?')[0]
+  // A 422 names one item per field; its first item stands for the answer in logs and metrics.
+  const first = items[0]
+  if (first) reply.answeredError = { code: first.code, key: first.key }
   return reply.code(422).send({ error_type: 'validation_error', endpoint: `${request.method} ${path}`, errors: items })
 }
 
 function sendError(reply: FastifyReply, err: AppError) {
+  reply.answeredError = { code: err.code, key: err.key }
   if (Object.keys(err.headers).length > 0) reply.headers(err.headers)
   return reply.code(err.statusCode).send(err.envelope())
 }
@@ -57,6 +73,7 @@ function clientWentAway(request: FastifyRequest): boolean {
  */
 export default fp(
   async (fastify) => {
+    fastify.decorateReply('answeredError', null)
     fastify.setErrorHandler((error: FastifyError, request, reply) => {
       if (error instanceof AppError) return sendError(reply, error)
       if (error instanceof RequestValidationError) return sendValidation(request, reply, error.items)

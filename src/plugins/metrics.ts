@@ -1,7 +1,13 @@
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
 import fp from 'fastify-plugin'
 import fastifyMetrics from 'fastify-metrics'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Sql } from '../db/client.js'
+import { projectRoot } from '../paths.js'
 import type { ObserveDbOperation } from '../repositories/index.js'
+import { routeTemplate } from '../route-template.js'
+import type { AnsweredError } from './error-handler.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -9,10 +15,56 @@ declare module 'fastify' {
   }
 }
 
-/** The route template in OpenAPI form (`/api/v1/user/{system_uuid}/...`), never the concrete path. */
-export function pathTemplate(request: FastifyRequest): string {
-  const url = request.routeOptions.url
-  return url ? url.replace(/:(\w+)/g, '{$1}') : 'unmatched'
+const IDEMPOTENCY_CONFLICTS = new Set(['IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD', 'IDEMPOTENCY_REQUEST_IN_PROGRESS'])
+/** The request pipeline's answer when the process sheds load (503 with Retry-After). */
+const LOAD_SHED = 'SERVICE_OVERLOADED'
+
+const serviceVersion = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version
+
+const DB_UP_TIMEOUT_MS = 1000
+
+/** One `select 1` per scrape: whether the database answers, whatever the traffic. */
+async function databaseAnswers(sql: Sql): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), DB_UP_TIMEOUT_MS)))
+  try {
+    return await Promise.race([sql`select 1`.then(() => true), timeout])
+  } catch {
+    return false
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** Build info, the database's answer, the pool's size and the process's use of it (read at scrape time, nothing per request). */
+function registerProcessGauges(fastify: FastifyInstance) {
+  const client = fastify.metrics.client
+  const buildInfo = new client.Gauge({
+    name: 'study_service_build_info',
+    help: 'Always 1; labels: the service version, the Node.js version and the commit (BUILD_COMMIT, empty when unset)',
+    labelNames: ['version', 'node_version', 'commit'],
+  })
+  buildInfo.set({ version: serviceVersion, node_version: process.version, commit: process.env.BUILD_COMMIT ?? '' }, 1)
+  const poolGauge = (name: string, help: string, read: (db: FastifyInstance['db']) => number) =>
+    new client.Gauge({
+      name,
+      help,
+      collect() {
+        // The database plugin registers after this one; until it has, there is nothing to read.
+        if (fastify.hasDecorator('db')) this.set(read(fastify.db))
+      },
+    })
+  new client.Gauge({
+    name: 'db_up',
+    help: '1 when PostgreSQL answered select 1 within 1 s at this scrape, else 0',
+    async collect() {
+      if (fastify.hasDecorator('db')) this.set((await databaseAnswers(fastify.db.sql)) ? 1 : 0)
+    },
+  })
+  poolGauge('db_pool_max_connections', 'PostgreSQL connections the pool may open (configured)', (db) => db.maxConnections)
+  poolGauge('db_pool_reserved_connections', 'Pool connections held for a transaction right now', (db) => db.usage.reserved)
+  poolGauge('db_pool_reserve_waiting', 'Transactions waiting for a free pool connection right now', (db) => db.usage.waiting)
+  poolGauge('db_operations_in_flight', 'Repository operations sent to PostgreSQL and not answered yet', (db) => db.usage.inFlight)
 }
 
 /** prom-client's labels() hashes the labels on every call: each series is made once per key and kept. */
@@ -30,10 +82,12 @@ function keptSeries<Args extends unknown[], Series>(make: (...args: Args) => Ser
 
 /**
  * GET /metrics (Prometheus text): fastify-metrics serves the endpoint and the process metrics;
- * http_request_duration_seconds and http_requests_total by method, path_template and status, and
- * db_operation_duration_seconds by operation, are ours. The labelled series of each
- * (method, route, status) are looked up once and kept, so a request costs one Map lookup
- * instead of label hashing in prom-client, and no extra onRequest hook (Fastify times the reply).
+ * http_request_duration_seconds and http_requests_total by method, path_template (the route in
+ * OpenAPI form) and status, db_operation_duration_seconds by operation, the error, replay,
+ * conflict, 429 and load-shed counters, build info and the pool gauges are ours (each listed in
+ * the README). The labelled series of each (method, route, status) are looked up once and kept,
+ * so a request costs one Map lookup instead of label hashing in prom-client, and no extra
+ * onRequest hook (Fastify times the reply).
  */
 export default fp(
   async (fastify) => {
@@ -55,6 +109,32 @@ export default fp(
       help: 'HTTP requests answered, by method, route template and status',
       labelNames,
     })
+    const errors = new client.Counter({
+      name: 'http_errors_total',
+      help: 'Error answers by status and catalogued code and key (a 422 by its first item)',
+      labelNames: ['status', 'code', 'key'],
+    })
+    const replays = new client.Counter({
+      name: 'idempotency_replays_total',
+      help: 'Writes answered with a stored answer (Idempotent-Replayed: true), by route template',
+      labelNames: ['path_template'],
+    })
+    const conflicts = new client.Counter({
+      name: 'idempotency_conflicts_total',
+      help: '409s for an Idempotency-Key reused with another body or still in progress, by key',
+      labelNames: ['key'],
+    })
+    const rateLimited = new client.Counter({
+      name: 'http_rate_limited_total',
+      help: 'Requests refused with 429 by the rate limiter, by route template',
+      labelNames: ['path_template'],
+    })
+    const loadShed = new client.Counter({
+      name: 'http_load_shed_total',
+      help: 'Requests refused with 503 SERVICE_OVERLOADED because the process was overloaded, by route template',
+      labelNames: ['path_template'],
+    })
+    registerProcessGauges(fastify)
     const dbDuration = new client.Histogram({
       name: 'db_operation_duration_seconds',
       help: 'Duration of repository operations against PostgreSQL',
@@ -64,17 +144,40 @@ export default fp(
 
     // Bounded: methods, registered routes (or "unmatched") and statuses are all finite sets.
     const routeSeries = keptSeries((request: FastifyRequest, reply: FastifyReply) => {
-      const labels = { method: request.method, path_template: pathTemplate(request), status: String(reply.statusCode) }
+      const labels = { method: request.method, path_template: routeTemplate(request), status: String(reply.statusCode) }
       return { duration: duration.labels(labels), requests: requests.labels(labels) }
     })
+    const errorSeries = keptSeries((status: number, error: AnsweredError) =>
+      errors.labels({ status: String(status), code: error.code, key: error.key }),
+    )
+    const routeCounter = (counter: typeof replays) => keptSeries((route: string) => counter.labels({ path_template: route }))
+    const replaySeries = routeCounter(replays)
+    const rateLimitedSeries = routeCounter(rateLimited)
+    const loadShedSeries = routeCounter(loadShed)
+
     fastify.addHook('onResponse', (request, reply, done) => {
       if (request.routeOptions.url !== '/metrics') {
-        const route = routeSeries(`${request.method} ${request.routeOptions.url} ${reply.statusCode}`, request, reply)
+        const status = reply.statusCode
+        const route = routeSeries(`${request.method} ${request.routeOptions.url} ${status}`, request, reply)
         route.duration.observe(reply.elapsedTime / 1000)
         route.requests.inc()
+        if (status >= 400) countError(request, reply, status)
+        else if (reply.hasHeader('idempotent-replayed')) replaySeries(routeTemplate(request), routeTemplate(request)).inc()
       }
       done()
     })
+
+    // Off the success path: only error answers come here.
+    function countError(request: FastifyRequest, reply: FastifyReply, status: number) {
+      const error = reply.answeredError
+      const template = routeTemplate(request)
+      if (error) {
+        errorSeries(`${status} ${error.key}`, status, error).inc()
+        if (IDEMPOTENCY_CONFLICTS.has(error.key)) conflicts.labels({ key: error.key }).inc()
+      }
+      if (status === 429) rateLimitedSeries(template, template).inc()
+      if (error?.key === LOAD_SHED) loadShedSeries(template, template).inc()
+    }
 
     const operationSeries = keptSeries((operation: string) => dbDuration.labels({ operation }))
     fastify.decorate('observeDbOperation', ((operation, seconds) => operationSeries(operation, operation).observe(seconds)) as ObserveDbOperation)

@@ -1,6 +1,7 @@
 // All repositories over one executor (the pool or a transaction), each call timed for
 // db_operation_duration_seconds under the label `<repository>.<function>`.
 import type { Db } from '../db/client.js'
+import type { PoolUsage } from '../db/pool-usage.js'
 import { createConspectusRepository } from './conspectuses.js'
 import { createErrorLogRepository } from './error-logs.js'
 import { createIdempotencyRepository } from './idempotency.js'
@@ -13,15 +14,18 @@ function instrument<T extends Record<string, (...args: never[]) => Promise<unkno
   name: string,
   repository: T,
   observe: ObserveDbOperation,
+  usage: PoolUsage | undefined,
 ): T {
   const timed = {} as Record<string, unknown>
   for (const [fn, impl] of Object.entries(repository)) {
     const operation = `${name}.${fn}`
     timed[fn] = async (...args: never[]) => {
       const start = performance.now()
+      if (usage) usage.inFlight++
       try {
         return await impl(...args)
       } finally {
+        if (usage) usage.inFlight--
         observe(operation, (performance.now() - start) / 1000)
       }
     }
@@ -45,10 +49,11 @@ class LazyRepositories {
   constructor(
     readonly db: Db,
     readonly observe: ObserveDbOperation,
+    readonly usage?: PoolUsage,
   ) {}
 
   #get<Name extends keyof Repositories>(name: Name): Repositories[Name] {
-    const built = this.#built[name] ?? (instrument(name, factories[name](this.db) as never, this.observe) as Repositories[Name])
+    const built = this.#built[name] ?? (instrument(name, factories[name](this.db) as never, this.observe, this.usage) as Repositories[Name])
     this.#built[name] = built
     return built
   }
@@ -59,6 +64,6 @@ class LazyRepositories {
   get telemetry() { return this.#get('telemetry') }
 }
 
-export function createRepositories(db: Db, observe: ObserveDbOperation): Repositories {
-  return new LazyRepositories(db, observe)
+export function createRepositories(db: Db, observe: ObserveDbOperation, usage?: PoolUsage): Repositories {
+  return new LazyRepositories(db, observe, usage)
 }

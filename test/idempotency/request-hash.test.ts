@@ -1,4 +1,4 @@
-// The request fingerprint of decisions.md: SHA-256 over canonical JSON of the validated body.
+// The request fingerprint: SHA-256 over canonical JSON of the validated body.
 import { createHash } from 'node:crypto'
 import t from 'tap'
 import { requestHash } from '../../src/idempotency/request-hash.js'

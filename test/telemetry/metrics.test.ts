@@ -77,7 +77,7 @@ t.test('window_minutes is 1..10080', async (t) => {
   }
 })
 
-// decisions.md's KPI definitions written directly over the raw events, with no rollup: the
+// The KPI definitions written directly over the raw events, with no rollup: the
 // reference the service's answer must equal.
 const REFERENCE_KPIS = `
   with per_query as (
