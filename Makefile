@@ -56,7 +56,7 @@ key: node_modules
 migrate: node_modules
 	npm run migrate
 
-## Telemetry figures: batch ingest events/s and the metrics query over 1M events.
+## Telemetry figures: batch ingest events/s and the metrics query over 10M events (BENCH_EVENTS=0: ingest only).
 bench-telemetry: node_modules
 	npx tsx bench/telemetry.ts
 
@@ -65,7 +65,7 @@ contract: node_modules
 	npx tsx tools/contract-proxy.ts
 	CONTRACT_SELF_CHECK=1 npx tsx tools/contract-proxy.ts > /dev/null
 
-## Service vs bare Fastify + postgres.js ceiling (writes bench/results.md). BENCH_DURATION, BENCH_RUNS, BENCH_CONNECTIONS.
+## Service vs bare Fastify + postgres.js ceiling, PostgreSQL off and on the servers' core (set-ups a, b), and the KPIs over 10M events (writes bench/results.md). BENCH_DURATION, BENCH_RUNS, BENCH_CONNECTIONS, BENCH_SETUPS, BENCH_CASES.
 bench: build
 	taskset -c 1 npx tsx bench/run.ts
 
@@ -73,7 +73,7 @@ bench: build
 bench-cpu: build
 	taskset -c 1 npx tsx bench/cpu-split.ts
 
-## Five minutes of mixed load: throughput and RSS must stay flat (bench/soak.md).
+## Ten minutes of mixed load (SOAK_SECONDS): throughput and RSS per minute within ±10 % from the second minute on (bench/soak.md).
 bench-soak: build
 	taskset -c 1 npx tsx bench/soak.ts
 

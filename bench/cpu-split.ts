@@ -5,19 +5,36 @@
 // with a read on the bare stack. It also reports how busy each core was: below ~100 % on the
 // servers' core, the load generator set the pace.
 import autocannon from 'autocannon'
-import { SERVER_CPU, coreTicks, cpuTicks, createBenchDatabase, median, postgresCpuTicks, type Server, startServer, startService, stopServers } from './harness.js'
+import {
+  LOAD_CPU,
+  SERVER_CPU,
+  type Server,
+  type Setup,
+  coreTicks,
+  cpuTicks,
+  createBenchDatabase,
+  median,
+  postgresCpuTicks,
+  startServer,
+  startService,
+  stopServers,
+} from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
 
 const ROUNDS = Number(process.env.BENCH_RUNS ?? 5)
 const SECONDS = Number(process.env.BENCH_DURATION ?? 5)
 const US_PER_TICK = 10_000
-const LOAD_CPU = SERVER_CPU === '0' ? '1' : '0'
+// BENCH_SETUP: node-bound (default; PostgreSQL on the load generator's core, the server alone on
+// its own) or shared (PostgreSQL on the servers' core).
+const SETUP = (process.env.BENCH_SETUP ?? 'node-bound') as Setup
 type CoreTicks = ReturnType<typeof coreTicks>
 const share = (a: CoreTicks, b: CoreTicks) => (b.busy - a.busy) / (b.total - a.total)
 
 const bench = await createBenchDatabase('cpusplit', { vacuumStandIn: false })
 try {
-  const service = await startService(bench.url, 3603)
+  bench.setup(SETUP)
+  // BENCH_PROFILE: a folder for a V8 CPU profile of the service (bench/profile-summary.ts reads it).
+  const service = await startService(bench.url, 3603, process.env.BENCH_PROFILE)
   const ceiling = await startServer('ceiling', ['--import', 'tsx', 'bench/ceiling-server.ts'], 3604, { DATABASE_URL: bench.url })
   const requests = await createBenchRequests(bench.sql, service.base)
   const cases: [string, Server, () => BenchRequest][] = [
@@ -48,7 +65,7 @@ try {
     const pct = (xs: number[]) => `${(median(xs) * 100).toFixed(0)} %`
     console.log(`| ${name} | ${Math.round(median(f.rps))} | ${s.toFixed(1)} | ${p.toFixed(1)} | ${(s + p).toFixed(1)} | ${pct(f.serverCore)} | ${pct(f.loadCore)} |`)
   }
-  console.log(`(medians of ${ROUNDS} rounds of ${SECONDS} s; the load generator's own CPU is on the other core and not counted)`)
+  console.log(`(${SETUP} set-up; medians of ${ROUNDS} rounds of ${SECONDS} s; the load generator's own CPU is on the other core and not counted)`)
 } finally {
   await stopServers()
   await bench.drop()

@@ -14,6 +14,17 @@ export const API_KEY = 'bench-key'
 /** The learner of the due-list case: 60 due notes, so that a page of 50 is full. */
 export const DUE_LIST_LEARNER = 'b-0'
 export const SERVER_CPU = process.env.BENCH_SERVER_CPU ?? '0'
+/** The other core: the load generator's (the Makefile pins the driver there). */
+export const LOAD_CPU = SERVER_CPU === '0' ? '1' : '0'
+
+/**
+ * Where PostgreSQL runs, the two set-ups of `make bench`: "node-bound" puts it on the load
+ * generator's core so the server has its core alone (production: the database is elsewhere and
+ * a replica's own CPU per request decides how many replicas are needed); "shared" puts it on the
+ * servers' core.
+ */
+export type Setup = 'node-bound' | 'shared'
+export const SETUP_CPU: Record<Setup, string> = { 'node-bound': LOAD_CPU, shared: SERVER_CPU }
 
 /** Servers started by startServer, stopped by stopServers (or on an interrupt). */
 const children: ChildProcess[] = []
@@ -53,8 +64,10 @@ export interface BenchDatabase {
   sql: postgres.Sql
   /** VACUUM ANALYZE and CHECKPOINT, so that the next case pays for none of the previous one's writes. */
   settle(): Promise<void>
-  /** Whether PostgreSQL runs on SERVER_CPU with the servers (it must be local and ours to pin). */
+  /** Whether PostgreSQL could be pinned at all (it must be local and ours to pin). */
   postgresPinned: boolean
+  /** Moves PostgreSQL (postmaster and every backend, existing and future) to the set-up's core. */
+  setup(setup: Setup): void
   drop(): Promise<void>
 }
 
@@ -96,6 +109,7 @@ export async function createBenchDatabase(prefix: string, { vacuumStandIn = true
       await sql`checkpoint`
     },
     postgresPinned: pin.pinned,
+    setup: (setup) => pin.pinTo(SETUP_CPU[setup]),
     async drop() {
       await autovacuum.stop()
       await sql.end()
@@ -107,12 +121,12 @@ export async function createBenchDatabase(prefix: string, { vacuumStandIn = true
 }
 
 /**
- * The issue's set-up: PostgreSQL on the servers' core, the load generator alone on the other.
- * Pins the postmaster and its processes (backends forked later inherit the postmaster's core);
- * drop() gives them back the cores they had. Skipped, with a warning, when PostgreSQL is not a
+ * Pins the postmaster and its processes to the servers' core (backends forked later inherit the
+ * postmaster's core); pinTo() moves them all to another core (the set-ups); drop() gives them back
+ * the cores they had. Skipped, with a warning, when PostgreSQL is not a
  * local process this user may re-pin.
  */
-async function pinPostgres(sql: postgres.Sql): Promise<{ pinned: boolean; restore(): void }> {
+async function pinPostgres(sql: postgres.Sql): Promise<{ pinned: boolean; pinTo(cpus: string): void; restore(): void }> {
   const [{ pid }] = (await sql`select pg_backend_pid() as pid`) as unknown as [{ pid: number }]
   const proc = (p: number, file: string) => readFileSync(`/proc/${p}/${file}`, 'utf8')
   const taskset = (...args: string[]) => execFileSync('taskset', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
@@ -138,6 +152,7 @@ async function pinPostgres(sql: postgres.Sql): Promise<{ pinned: boolean; restor
     process.once('SIGINT', onSignal).once('SIGTERM', onSignal)
     return {
       pinned: true,
+      pinTo: pinAll,
       restore() {
         process.off('SIGINT', onSignal).off('SIGTERM', onSignal)
         pinAll(original)
@@ -145,7 +160,7 @@ async function pinPostgres(sql: postgres.Sql): Promise<{ pinned: boolean; restor
     }
   } catch (err) {
     console.warn(`PostgreSQL not pinned to core ${SERVER_CPU} (${(err as Error).message}): it shares both cores with the load generator`)
-    return { pinned: false, restore() {} }
+    return { pinned: false, pinTo() {}, restore() {} }
   }
 }
 

@@ -1,4 +1,4 @@
-// SQL for docs-search telemetry (table docs_search_events): multi-row append and the KPI query.
+// SQL for docs-search telemetry (table docs_search_events and its rollups): multi-row append and the KPI query.
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
 
@@ -11,22 +11,41 @@ const COLUMNS = [
   'top_results', 'payload',
 ] as const
 
-// The KPI query; $1 and $2 bound the window (from, to] on emitted_at_ms. It reads the query-id
-// rollup (docs_search_queries, kept by a trigger, migration 0007) instead of every event: a query
-// whose events all lie inside the window contributes its rolled-up row; one with events on both
-// sides of an edge is recomputed from its own events inside the window (found through the span
-// index); events without a query id are counted from the events themselves.
-// The recomputation is a lateral aggregate per straddling query over the (query_id, emitted_at_ms)
-// index, not a join grouped by query id: no hashing of every event in the window (1M events, 50k
-// straddling ids: 227 ms instead of 343 ms in psql). A straddler with no event inside the window
-// yields a row of zeros and nulls, which every total and percentile below ignores.
+const HOUR_MS = 3_600_000
+
+// The KPI query over the window ($1, $2] on emitted_at_ms. A window is cut into the whole hours
+// inside it, [$3, $4), and two partial hours at its edges, ($1, $3) and [$4, $2] ($4 ≥ $3; both
+// may be empty). Per query id, the window's definitions hold over the query's events inside it:
+// - whole hours: the sums kept in docs_search_kpi_buckets (migration 0008), per hour of each
+//   query's first event and band of its first success;
+// - partial hours: the rollup rows (docs_search_queries) of queries with every event in the
+//   window, and the events without a query id, each read from an index over the edge alone;
+// - queries with events on both sides of an edge ("straddlers", found through the span index):
+//   recomputed from their own events inside the window; one counted in a whole hour is taken
+//   out of it (only a query with events after $2 can be, as no whole hour precedes $1).
+// Percentiles (nearest rank, as percentile_disc): the band counts give the total N and, for
+// rank ceil(p·N), the band that holds it; only that band's values inside the window are read
+// and sorted. The sign column is +1 for what is added to the buckets' sums, -1 for what is taken out.
+// Every part reads an index range bounded by the window, so one plan fits every window: the
+// statement is prepared (planning it took longer than running it for a 60-minute window).
 const METRICS_SQL = `
-  with per_query as (
+  with whole as (
+    select hour_ms, band, queries, zero_result_queries, clicked, successes
+    from docs_search_kpi_buckets
+    where hour_ms >= $3::bigint and hour_ms < $4::bigint
+  ),
+  edges as (
     select queries, zero_result_queries, has_click, first_success_ms
     from docs_search_queries
-    where first_ms > $1 and last_ms <= $2
+    where first_ms > $1::bigint and first_ms < least($3::bigint, $2::bigint + 1) and last_ms <= $2::bigint
     union all
-    select e.queries, e.zero_result_queries, e.has_click, e.first_success_ms
+    select queries, zero_result_queries, has_click, first_success_ms
+    from docs_search_queries
+    where first_ms >= $4::bigint and first_ms <= $2::bigint and last_ms <= $2::bigint
+  ),
+  straddlers as (
+    select s.first_ms, s.queries as rolled_queries, s.zero_result_queries as rolled_zero, s.has_click as rolled_click,
+           s.first_success_ms as rolled_success, e.*
     from docs_search_queries s
     cross join lateral (
       select count(*) filter (where event = 'search_query') as queries,
@@ -34,33 +53,88 @@ const METRICS_SQL = `
              bool_or(event = 'search_result_click') as has_click,
              min(time_to_success_ms) filter (where time_to_success_ms > 0) as first_success_ms
       from docs_search_events
-      where query_id = s.query_id and emitted_at_ms > $1 and emitted_at_ms <= $2
+      where query_id = s.query_id and emitted_at_ms > $1::bigint and emitted_at_ms <= $2::bigint
     ) e
-    where (int8range(s.first_ms, s.last_ms, '[]') @> $1::bigint and s.last_ms > $1)
-       or (int8range(s.first_ms, s.last_ms, '[]') @> ($2 + 1)::bigint and s.first_ms <= $2)
+    where (int8range(s.first_ms, s.last_ms, '[]') @> $1::bigint and s.last_ms > $1::bigint)
+       or (int8range(s.first_ms, s.last_ms, '[]') @> ($2::bigint + 1) and s.first_ms <= $2::bigint)
+  ),
+  adjustments (queries, zero_result_queries, has_click, first_success_ms, sign) as (
+    select queries, zero_result_queries, coalesce(has_click, false), first_success_ms, 1 from edges
+    union all
+    select queries, zero_result_queries, coalesce(has_click, false), first_success_ms, 1 from straddlers
+    union all
+    select rolled_queries, rolled_zero, rolled_click, rolled_success, -1 from straddlers where first_ms >= $3::bigint and first_ms < $4::bigint
   ),
   unnamed as (
     select count(*) filter (where event = 'search_query') as queries,
            count(*) filter (where event = 'search_query' and results_count = 0) as zero_result_queries
     from docs_search_events
-    where query_id = '' and emitted_at_ms > $1 and emitted_at_ms <= $2
+    where query_id = '' and ((emitted_at_ms > $1::bigint and emitted_at_ms < least($3::bigint, $2::bigint + 1)) or (emitted_at_ms >= $4::bigint and emitted_at_ms <= $2::bigint))
   ),
-  totals as (
-    select (coalesce(sum(queries), 0) + (select queries from unnamed))::int as total,
-           (coalesce(sum(zero_result_queries), 0) + (select zero_result_queries from unnamed))::int as zero,
-           (count(*) filter (where queries > 0 and has_click))::int as clicked,
-           -- one sort for both percentiles
-           percentile_disc(array[0.5, 0.75]) within group (order by first_success_ms) as percentiles
-    from per_query
+  totals as materialized (
+    select w.queries + u.queries + a.queries as total,
+           w.zero_result_queries + u.zero_result_queries + a.zero_result_queries as zero,
+           w.clicked + a.clicked as clicked
+    from (select coalesce(sum(queries), 0) as queries, coalesce(sum(zero_result_queries), 0) as zero_result_queries,
+                 coalesce(sum(clicked), 0) as clicked
+          from whole) w,
+         unnamed u,
+         (select coalesce(sum(sign * queries), 0) as queries, coalesce(sum(sign * zero_result_queries), 0) as zero_result_queries,
+                 coalesce(sum(sign * (queries > 0 and has_click)::int), 0) as clicked
+          from adjustments) a
+  ),
+  bands as (
+    select band, sum(n) as n
+    from (
+      select band, successes as n from whole where band >= 0
+      union all
+      select docs_search_band(first_success_ms), sign from adjustments where first_success_ms is not null
+    ) counted
+    group by band
+  ),
+  ranked as (
+    select band, n, sum(n) over (order by band) as reached, sum(n) over () as total from bands
+  ),
+  -- nearest rank: the value at position max(1, ceil(p·N)) of the sorted values
+  wanted as (
+    select p, greatest(1, ceil(p * total))::bigint as rank
+    from unnest(array[0.5, 0.75]::float8[]) as p, (select coalesce(max(total), 0) as total from ranked) t
+    where total > 0
+  ),
+  located as (
+    select w.p, r.band, w.rank - (r.reached - r.n) as rank_in_band
+    from wanted w
+    cross join lateral (select band, n, reached from ranked where reached >= w.rank order by band limit 1) r
+  ),
+  percentiles as (
+    select l.p,
+           (select v from (
+              select first_success_ms as v
+              from docs_search_queries
+              where first_success_ms >= l.band * 250 and first_success_ms < case when l.band = 480 then 2147483647 else (l.band + 1) * 250 end
+                and first_ms >= $3::bigint and first_ms < $4::bigint and last_ms <= $2::bigint
+              union all
+              select first_success_ms from adjustments
+              where sign = 1 and first_success_ms is not null and docs_search_band(first_success_ms) = l.band
+            ) band_values
+            order by v offset l.rank_in_band - 1 limit 1) as value
+    from located l
   )
-  select total as total_queries,
-         zero as zero_result_queries,
+  select total::int as total_queries,
+         zero::int as zero_result_queries,
          case when total = 0 then 0 else zero::float8 / total end as zero_result_rate,
-         clicked as queries_with_click,
+         clicked::int as queries_with_click,
          case when total = 0 then 0 else clicked::float8 / total end as query_ctr,
-         percentiles[1] as median_time_to_first_success_ms,
-         percentiles[2] as p75_time_to_first_success_ms
+         (select value from percentiles where p = 0.5) as median_time_to_first_success_ms,
+         (select value from percentiles where p = 0.75) as p75_time_to_first_success_ms
   from totals`
+
+/** The whole hours inside (fromMs, toMs], as [start, end) with end ≥ start; empty when none. */
+export function wholeHours(fromMs: number, toMs: number): [number, number] {
+  const start = Math.ceil((fromMs + 1) / HOUR_MS) * HOUR_MS
+  const end = Math.floor((toMs + 1) / HOUR_MS) * HOUR_MS
+  return [start, Math.max(start, end)]
+}
 
 export function createTelemetryRepository(db: Db) {
   return {
@@ -90,12 +164,12 @@ export function createTelemetryRepository(db: Db) {
     },
 
     /**
-     * Every KPI of the window (fromMs, toMs] in one round trip. Planned for each call's window
-     * (an unnamed statement): whether the rollup is best scanned whole or through its span
-     * index depends on how much of it the window covers, which a cached generic plan cannot know.
+     * Every KPI of the window (fromMs, toMs] in one round trip, reading the window's own rows
+     * (see METRICS_SQL).
      */
     async metrics(fromMs: number, toMs: number): Promise<Omit<DocsSearchMetrics, 'window_minutes'>> {
-      const [row] = await db.unsafe<Omit<DocsSearchMetrics, 'window_minutes'>[]>(METRICS_SQL, [fromMs, toMs], { prepare: false })
+      const [start, end] = wholeHours(fromMs, toMs)
+      const [row] = await db.unsafe<Omit<DocsSearchMetrics, 'window_minutes'>[]>(METRICS_SQL, [fromMs, toMs, start, end], { prepare: true })
       return row!
     },
   }

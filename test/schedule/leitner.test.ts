@@ -109,3 +109,13 @@ t.test('the wall clock reads the same fields as formatToParts, hour by hour thro
     t.equal(differ, 0, zone)
   }
 })
+
+t.test('due times are memoized per zone, study day and slot without sharing Date objects or mixing zones', async (t) => {
+  const event = new Date('2026-01-10T12:00:00Z')
+  const first = nextReviewAt(event, 'A', 'Europe/Berlin')
+  first.setTime(0) // a caller's change must not reach the memo
+  t.equal(iso(nextReviewAt(event, 'A', 'Europe/Berlin')), '2026-01-11T03:00:00.000Z')
+  t.equal(iso(nextReviewAt(event, 'A', 'europe/berlin')), '2026-01-11T03:00:00.000Z', 'zone names are case-insensitive')
+  t.equal(iso(nextReviewAt(event, 'A', 'America/New_York')), '2026-01-11T09:00:00.000Z', 'another zone, its own 04:00')
+  t.equal(iso(nextReviewAt(new Date('2026-01-11T12:00:00Z'), 'A', 'Europe/Berlin')), '2026-01-12T03:00:00.000Z', 'the next study day')
+})

@@ -1,0 +1,110 @@
+// The hourly KPI buckets (migration 0008): windows that hold whole hours, with edges off the
+// hour, answer as the definitions over the raw events; and a rebuild from the events leaves the
+// rollups exactly as the trigger kept them (the benchmark's bulk seed relies on it).
+import t from 'tap'
+import fc from 'fast-check'
+import { buildTestApp } from '../helpers/app.js'
+import { manualClock } from '../helpers/fixtures.js'
+
+// Off the hour, so that every window has two partial hours at its edges.
+const NOW = Date.parse('2026-11-22T12:17:31.250Z')
+const clock = manualClock(new Date(NOW).toISOString())
+const api = await buildTestApp(t, {}, { now: clock.now })
+const { sql } = api.db
+const min = 60_000
+const hour = 60 * min
+
+// The KPI definitions over the raw events, with no rollup (as in metrics.test.ts).
+const REFERENCE_KPIS = `
+  with per_query as (
+    select query_id,
+           count(*) filter (where event = 'search_query') as queries,
+           count(*) filter (where event = 'search_query' and results_count = 0) as zero_results,
+           bool_or(event = 'search_result_click') as has_click,
+           min(time_to_success_ms) filter (where time_to_success_ms > 0) as first_success_ms
+    from docs_search_events
+    where emitted_at_ms > $1 and emitted_at_ms <= $2
+    group by query_id
+  )
+  select coalesce(sum(queries), 0)::int as total_queries,
+         coalesce(sum(zero_results), 0)::int as zero_result_queries,
+         (count(*) filter (where query_id <> '' and queries > 0 and has_click))::int as queries_with_click,
+         percentile_disc(0.5) within group (order by first_success_ms) filter (where query_id <> '') as median_time_to_first_success_ms,
+         percentile_disc(0.75) within group (order by first_success_ms) filter (where query_id <> '') as p75_time_to_first_success_ms
+  from per_query`
+
+// Times over the last 7 hours and a little after NOW, clustered at hour starts, window edges
+// and NOW; success times over many 250 ms bands, the last band (120 s and more) included.
+const edges = [0, -hour, -3 * hour, -5 * hour, -6 * hour]
+const hourStarts = [0, 1, 2, 3, 4, 5, 6].map((h) => Math.floor(NOW / hour) * hour - h * hour)
+const at = fc.oneof(
+  fc.tuple(fc.constantFrom(...edges), fc.integer({ min: -2, max: 2 })).map(([edge, d]) => NOW + edge + d),
+  fc.tuple(fc.constantFrom(...hourStarts), fc.integer({ min: -2, max: 2 })).map(([start, d]) => start + d),
+  fc.integer({ min: NOW - 7 * hour, max: NOW + 2 * min }),
+)
+const event = fc.record({
+  event: fc.constantFrom('search_query', 'search_query', 'search_result_click', 'search_success'),
+  emitted_at_ms: at,
+  query_id: fc.constantFrom('', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'),
+  results_count: fc.constantFrom(0, 0, 1, 4),
+  time_to_success_ms: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 3000 }), fc.constantFrom(249, 250, 251, 119_999, 120_000, 500_000)),
+})
+const batches = fc.array(fc.array(event, { minLength: 1, maxLength: 30 }), { minLength: 1, maxLength: 5 })
+
+/** One batch after the other, or all at once (concurrent statements over the same query ids and hours). */
+const ingest = async (batches: unknown[][], concurrently = false) => {
+  await sql`truncate docs_search_events, docs_search_queries`
+  const send = async (events: unknown[]) => {
+    const res = await api.request({ method: 'POST', url: '/api/v1/telemetry/docs-search/batch', payload: { events } })
+    if (res.statusCode !== 202) throw new Error(`ingest answered ${res.statusCode}`)
+  }
+  if (concurrently) await Promise.all(batches.map(send))
+  else for (const events of batches) await send(events)
+}
+
+t.test('truncating the query rollup empties its buckets', async (t) => {
+  await ingest([[{ event: 'search_query', emitted_at_ms: NOW - min, query_id: 'x' }]])
+  t.equal((await sql`select count(*)::int as n from docs_search_kpi_buckets`)[0]!.n, 1)
+  await sql`truncate docs_search_events, docs_search_queries`
+  t.equal((await sql`select count(*)::int as n from docs_search_kpi_buckets`)[0]!.n, 0)
+})
+
+t.test('windows with whole hours and partial edges answer as the definitions over the raw events', async (t) => {
+  let checked = 0
+  await fc.assert(
+    fc.asyncProperty(batches, async (batches) => {
+      await ingest(batches)
+      for (const windowMinutes of [1, 60, 61, 180, 360]) {
+        const answer = (await api.get(`/api/v1/telemetry/docs-search/metrics?window_minutes=${windowMinutes}`)).json()
+        const [expected] = await sql.unsafe(REFERENCE_KPIS, [NOW - windowMinutes * min, NOW])
+        const { zero_result_rate, query_ctr, window_minutes, ...counts } = answer
+        t.same(counts, expected, `window ${windowMinutes} min`)
+        checked++
+      }
+    }),
+    { seed: Number(process.env.FC_SEED ?? 20261123), numRuns: 40 },
+  )
+  t.equal(checked, 200, 'every generated case was compared')
+})
+
+t.test('a rebuild from the events leaves both rollups as the trigger kept them, batches sent one by one or at once', async (t) => {
+  const rollups = async () => ({
+    queries: await sql`select query_id, first_ms, last_ms, queries, zero_result_queries, has_click, first_success_ms
+                       from docs_search_queries order by query_id`,
+    // a bucket the trigger emptied (its queries moved to an earlier hour) is the same as none
+    buckets: await sql`select hour_ms, band, queries, zero_result_queries, clicked, successes from docs_search_kpi_buckets
+                       where queries <> 0 or zero_result_queries <> 0 or clicked <> 0 or successes <> 0 order by hour_ms, band`,
+  })
+  let checked = 0
+  await fc.assert(
+    fc.asyncProperty(batches, fc.boolean(), async (batches, concurrently) => {
+      await ingest(batches, concurrently)
+      const kept = await rollups()
+      await sql`select docs_search_rollups_rebuild()`
+      t.same(await rollups(), kept)
+      checked++
+    }),
+    { seed: Number(process.env.FC_SEED ?? 20261123), numRuns: 40 },
+  )
+  t.equal(checked, 40, 'every generated case was compared')
+})
