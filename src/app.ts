@@ -62,6 +62,8 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
     // request-log.ts writes one line per request instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: false,
+    // On close, idle keep-alive connections are closed at once; busy ones finish their request.
+    forceCloseConnections: 'idle',
     // The contract declares no HEAD operations; answer them 404 like any undeclared route.
     exposeHeadRoutes: false,
   }) as unknown as FastifyInstance

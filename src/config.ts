@@ -16,6 +16,10 @@ export interface Config {
   appEnv: AppEnv
   rateLimitMax: number
   rateLimitWindowMs: number
+  /** Shared rate-limit windows in Redis (several replicas); null keeps them in process memory. */
+  redisUrl: string | null
+  /** A Redis decision slower than this is taken in the local window instead. */
+  redisCommandTimeoutMs: number
   bodyLimitBytes: number
   idempotencyTtlHours: number
   logLevel: string
@@ -87,6 +91,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL')
   }
+  const redisUrl = env.REDIS_URL || null
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) {
+    throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL')
+  }
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: env.HOST || '127.0.0.1',
@@ -97,6 +105,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     appEnv,
     rateLimitMax: integer(env, 'RATE_LIMIT_MAX', 1000, 1, 10_000_000),
     rateLimitWindowMs: integer(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1, 86_400_000),
+    redisUrl,
+    redisCommandTimeoutMs: integer(env, 'REDIS_COMMAND_TIMEOUT_MS', 50, 1, 10_000),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824),
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 8760),
     logLevel,

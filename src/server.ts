@@ -25,11 +25,15 @@ async function main(config: Config) {
     if (stopping) return
     stopping = true
     app.log.info({ signal }, 'shutting down: draining')
+    // /ready answers 503 from now on; the balancer's health check needs the drain period to see
+    // it. Meanwhile every answer closes its connection, so no keep-alive connection is left
+    // for the balancer to reuse when the server stops accepting.
     app.draining = true
+    app.server.prependListener('request', (_req, res) => res.setHeader('connection', 'close'))
     const force = setTimeout(() => process.exit(1), SHUTDOWN_TIMEOUT_MS)
     force.unref()
     await new Promise((r) => setTimeout(r, SHUTDOWN_DRAIN_MS))
-    await app.close() // stops accepting, waits for in-flight requests
+    await app.close() // stops accepting, closes idle connections, waits for in-flight requests; closes Redis
     await sql.end({ timeout: 5 })
     await embedded?.stop()
     app.log.info({ signal }, 'stopped')

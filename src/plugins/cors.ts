@@ -14,7 +14,7 @@ export default fp(
       origin: origins,
       methods: ['POST'],
       allowedHeaders: ['X-API-Key', 'Content-Type', 'X-Request-Id'],
-      exposedHeaders: ['X-Request-Id', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After'],
+      exposedHeaders: ['X-Request-Id', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit', 'RateLimit-Policy', 'Retry-After'],
       maxAge: 600,
     }
     await fastify.register(cors, {

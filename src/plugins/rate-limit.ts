@@ -1,25 +1,111 @@
 import fp from 'fastify-plugin'
 import rateLimit from '@fastify/rate-limit'
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { appError } from '../errors.js'
-import { SlidingWindowStore } from '../rate-limit/sliding-window-store.js'
+import { ADDRESS_PREFIX, SlidingWindowStore } from '../rate-limit/sliding-window-store.js'
+import { SharedWindowStore } from '../rate-limit/shared-window-store.js'
+import { createRedisWindowClient } from '../rate-limit/redis-window.js'
+import * as ietf from '../rate-limit/ietf-headers.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The rate-limit check for one operation (429), adding the IETF fields to every answer it limits. */
+    rateLimitHook: onRequestHookHandler
+  }
+}
+
+export interface RateLimitQuota {
+  max: number
+  windowMs: number
+}
+
+/** A Redis outage is logged at most this often (each fallback decision is counted in the metric). */
+const FALLBACK_LOG_EVERY_MS = 10_000
 
 /**
  * Per-client sliding-window limit. The client is the API key when a configured one is sent,
  * else the remote address, so that made-up keys cannot open fresh buckets. Registered with
  * `global: false`: the request pipeline puts `fastify.rateLimit()` on the operations behind a
- * security requirement (probes, metrics and docs are exempt).
+ * security requirement (probes, metrics and docs are exempt), through `fastify.rateLimitHook`,
+ * which adds the IETF RateLimit-Policy and RateLimit fields next to X-RateLimit-*. The windows
+ * live in process memory, or in Redis (shared by every replica) with REDIS_URL.
  */
 export default fp(
   async (fastify) => {
+    const { config } = fastify
+    const defaults: RateLimitQuota = { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs }
+    // A key's own rate_limit (API_KEYS_FILE) replaces the default for that key.
+    const quotaFor = (request: FastifyRequest): RateLimitQuota => request.apiKey?.rateLimit ?? defaults
+
+    const local = new SlidingWindowStore()
+    const store = config.redisUrl ? sharedStore(fastify, config.redisUrl, config.redisCommandTimeoutMs, local) : local
+
     await fastify.register(rateLimit, {
       global: false,
-      // A key's own rate_limit (API_KEYS_FILE) replaces the default for that key.
-      max: (request) => request.apiKey?.rateLimit?.max ?? fastify.config.rateLimitMax,
-      timeWindow: (request) => request.apiKey?.rateLimit?.windowMs ?? fastify.config.rateLimitWindowMs,
-      store: SlidingWindowStore as never,
-      keyGenerator: (request) => request.apiKeyId ?? `ip:${request.ip}`,
+      max: (request) => quotaFor(request).max,
+      timeWindow: (request) => quotaFor(request).windowMs,
+      // @fastify/rate-limit constructs the store with `new`; this hands it the one built above.
+      store: function useStore() {
+        return store
+      } as never,
+      keyGenerator: (request) => request.apiKeyId ?? `${ADDRESS_PREFIX}${request.ip}`,
       errorResponseBuilder: () => appError('SECURITY_RATE_LIMIT_EXCEEDED'),
     })
+    const limit = fastify.rateLimit()
+    const policies = new Map<string, string>()
+    const describe = (request: FastifyRequest, reply: FastifyReply) => {
+      const remaining = reply.getHeader('x-ratelimit-remaining')
+      if (remaining === undefined) return
+      const { max, windowMs } = quotaFor(request)
+      const policyKey = `${max}/${windowMs}`
+      let policy = policies.get(policyKey)
+      if (policy === undefined) {
+        policy = ietf.rateLimitPolicy(max, windowMs)
+        policies.set(policyKey, policy)
+      }
+      reply.header('ratelimit-policy', policy)
+      reply.header('ratelimit', ietf.rateLimit(Number(remaining), Number(reply.getHeader('x-ratelimit-reset'))))
+    }
+    const limitHook: onRequestHookHandler = async function (request, reply) {
+      try {
+        await limit.call(this, request, reply)
+      } finally {
+        describe(request, reply)
+      }
+    }
+    fastify.decorate('rateLimitHook', limitHook)
   },
-  { name: 'rate-limit', dependencies: ['config', 'auth'] },
+  { name: 'rate-limit', dependencies: ['config', 'auth', 'metrics'] },
 )
+
+/** The Redis-backed store with its local fallback, fallback metric, throttled log and shutdown. */
+function sharedStore(fastify: FastifyInstance, url: string, commandTimeoutMs: number, local: SlidingWindowStore) {
+  const fallbacks = new fastify.metrics.client.Counter({
+    name: 'rate_limit_store_fallback_total',
+    help: 'Rate-limit decisions taken in the local window because Redis was unreachable or slow',
+  })
+  let lastLog = Number.NEGATIVE_INFINITY
+  let unlogged = 0
+  const redis = createRedisWindowClient({ url, commandTimeoutMs })
+  const store = new SharedWindowStore({
+    redis,
+    local,
+    onFallback: (reason) => {
+      fallbacks.inc()
+      const now = Date.now()
+      if (now - lastLog < FALLBACK_LOG_EVERY_MS) {
+        unlogged++
+        return
+      }
+      fastify.log.warn({ reason, fallbacks_since_last_log: unlogged }, 'rate limit: Redis unavailable, deciding in the local window')
+      lastLog = now
+      unlogged = 0
+    },
+    onRecover: () => fastify.log.info('rate limit: windows shared in Redis'),
+  })
+  fastify.addHook('onClose', async () => {
+    store.close()
+    await redis.quit().catch(() => redis.disconnect())
+  })
+  return store
+}

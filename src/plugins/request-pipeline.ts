@@ -37,7 +37,7 @@ export interface OperationStages {
 
 export default fp(
   async (fastify) => {
-    const rateLimit = fastify.rateLimit() as onRequestHookHandler
+    const rateLimit = fastify.rateLimitHook
     // Callback hooks: no promise per request.
     const shedLoad: onRequestHookHandler = (_request, _reply, done) => {
       done(fastify.overloaded() ? appError('SERVICE_OVERLOADED', { 'retry-after': String(fastify.config.loadShed.retryAfterSeconds) }) : undefined)

@@ -37,6 +37,11 @@ t.test('the rate limit answers 429 with Retry-After and X-RateLimit-* before the
   t.equal(limited.headers['x-ratelimit-limit'], '3')
   t.ok(Number(limited.headers['retry-after']) > 0 && Number(limited.headers['retry-after']) <= 60)
   t.equal(limited.headers['x-ratelimit-reset'], limited.headers['retry-after'])
+  t.same(
+    answers.map((r) => [r.headers['ratelimit-policy'], r.headers.ratelimit]),
+    answers.map((r) => ['"default";q=3;w=60', `"default";r=${r.headers['x-ratelimit-remaining']};t=${r.headers['x-ratelimit-reset']}`]),
+    'the IETF fields on every limited answer (401s and the 429) agree with X-RateLimit-*',
+  )
   t.equal((await api.request({ method: 'GET', url, key: 'wrong' })).statusCode, 429, 'a made-up key counts against the address')
   const keyed = []
   for (let i = 0; i < 4; i++) keyed.push((await api.get(url)).statusCode)

@@ -40,10 +40,10 @@ t.test('ttl is the time until the oldest request leaves the window', async (t) =
 
 t.test('memory stays bounded: idle clients are swept, at most maxClients kept', async (t) => {
   let now = 0
-  const store = new SlidingWindowStore({ now: () => now, maxClients: 50_000 })
-  for (let i = 0; i < 100_000; i++) incr(store, `client-${i}`, 60_000, 100)
+  const store = new SlidingWindowStore({ now: () => now, maxAddressClients: 50_000 })
+  for (let i = 0; i < 100_000; i++) incr(store, `ip:client-${i}`, 60_000, 100)
   t.equal(store.size, 50_000, 'capped at maxClients, oldest dropped first')
-  t.equal(incr(store, 'client-99999', 60_000, 100).current, 2, 'recent clients keep their history')
+  t.equal(incr(store, 'ip:client-99999', 60_000, 100).current, 2, 'recent clients keep their history')
   now = 120_001
   incr(store, 'late', 60_000, 100)
   t.equal(store.size, 1, 'everyone idle for a window is swept')

@@ -1,0 +1,160 @@
+// `make bench-scale`: the scale-out shape on one machine. GET user and POST user through HAProxy
+// (deploy/haproxy.cfg) with 1, 2 and 3 replicas sharing one PostgreSQL database and one private
+// Redis; then the cost of the Redis round trip: GET user on a replica with REDIS_URL against one
+// with the in-memory store, paired runs alternating in one session (median of the ratios).
+// The replicas run on BENCH_SERVER_CPU (core 0 unless set, as in `make bench`); HAProxy, Redis,
+// PostgreSQL and autocannon share the machine. More replicas on the same cores cannot add
+// capacity: the figures say what a second and third process cost or gain here, not what they
+// would on separate hosts. Writes bench/scale.md.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import autocannon from 'autocannon'
+import { projectRoot } from '../src/paths.js'
+import { haproxyEnv, HAPROXY_CONFIG } from '../test/helpers/private-haproxy.js'
+import { freePort } from '../test/helpers/server-process.js'
+import { API_KEY, SERVER_CPU, createBenchDatabase, median, startServer, stopServers } from './harness.js'
+import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
+
+const DURATION = Number(process.env.BENCH_DURATION ?? 5)
+const RUNS = Number(process.env.BENCH_RUNS ?? 3)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20)
+const REPLICA_COUNTS = [1, 2, 3]
+
+interface Measurement {
+  rps: number
+  p50: number
+  p99: number
+  bad: number
+}
+
+async function drive(base: string, request: () => BenchRequest, duration = DURATION): Promise<Measurement> {
+  const result = await autocannon(loadOptions(base, CONNECTIONS, duration, request))
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad: result.non2xx + result.errors }
+}
+
+const helpers: ChildProcess[] = []
+function spawnHelper(command: string, args: string[], env: Record<string, string> = {}): ChildProcess {
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] })
+  helpers.push(child)
+  return child
+}
+async function stopHelper(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((r) => child.once('exit', r))
+  child.kill('SIGTERM')
+  await exited
+}
+
+async function until(check: () => Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      if (await check()) return
+    } catch {}
+    await sleep(100)
+  }
+  throw new Error(`${what} did not come up`)
+}
+
+const bench = await createBenchDatabase('bench_scale', { vacuumStandIn: false })
+const redisPort = await freePort()
+const redisDir = mkdtempSync(path.join(os.tmpdir(), 'bench-redis-'))
+spawnHelper('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', redisDir])
+const lines: string[] = []
+
+try {
+  const env = (redisUrl: string | null): Record<string, string> => ({
+    DATABASE_URL: bench.url,
+    API_KEYS: API_KEY,
+    RATE_LIMIT_MAX: '10000000',
+    RATE_LIMIT_WINDOW_MS: '10000',
+    LOG_LEVEL: 'warn',
+    SHUTDOWN_DRAIN_MS: '0',
+    ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
+  })
+  const redisUrl = `redis://127.0.0.1:${redisPort}`
+  const ports = await Promise.all([freePort(), freePort(), freePort(), freePort()])
+  // One at a time: four servers loading at once on one core outlast Fastify's plugin timeout.
+  const replicas = []
+  for (const port of ports.slice(0, 3)) replicas.push(await startServer('replica', ['dist/src/server.js'], port, env(redisUrl)))
+  const inMemory = await startServer('in-memory', ['dist/src/server.js'], ports[3]!, env(null))
+  const requests = await createBenchRequests(bench.sql, replicas[0]!.base)
+
+  const table: string[] = ['| replicas | GET user req/s | p50 / p99 ms | POST user req/s | p50 / p99 ms | non-2xx + errors |', '|---:|---:|---:|---:|---:|---:|']
+  for (const count of REPLICA_COUNTS) {
+    const haproxyPort = await freePort()
+    const haproxy = spawnHelper(
+      'haproxy',
+      ['-db', '-f', HAPROXY_CONFIG],
+      haproxyEnv(
+        `127.0.0.1:${haproxyPort}`,
+        replicas.slice(0, count).map((r) => r.base.replace('http://', '')),
+        500,
+      ),
+    )
+    const base = `http://127.0.0.1:${haproxyPort}`
+    await until(async () => (await fetch(`${base}/ready`)).ok, 'haproxy')
+    await sleep(1500) // the absent replicas fail their checks and leave the rotation
+    await drive(base, requests.getUser, 2) // warm-up
+    const get = await drive(base, requests.getUser)
+    const post = await drive(base, requests.postNewUser)
+    await stopHelper(haproxy)
+    await bench.settle()
+    table.push(`| ${count} | ${get.rps.toFixed(0)} | ${get.p50} / ${get.p99} | ${post.rps.toFixed(0)} | ${post.p50} / ${post.p99} | ${get.bad + post.bad} |`)
+    console.log(table.at(-1))
+  }
+
+  // The Redis round trip: a replica with REDIS_URL against the in-memory store, directly (no HAProxy).
+  const withRedis = replicas[0]!.base
+  await drive(withRedis, requests.getUser, 2)
+  await drive(inMemory.base, requests.getUser, 2)
+  const ratios: number[] = []
+  const redisRps: number[] = []
+  const memoryRps: number[] = []
+  for (let run = 0; run < RUNS; run++) {
+    // Alternate the order so that drift of the shared machine lands on both sides.
+    const order = run % 2 === 0 ? [withRedis, inMemory.base] : [inMemory.base, withRedis]
+    const [first, second] = [await drive(order[0]!, requests.getUser), await drive(order[1]!, requests.getUser)]
+    const [r, m] = order[0] === withRedis ? [first, second] : [second, first]
+    redisRps.push(r.rps)
+    memoryRps.push(m.rps)
+    ratios.push(r.rps / m.rps)
+    console.log(`run ${run + 1}: Redis ${r.rps.toFixed(0)} req/s, in memory ${m.rps.toFixed(0)} req/s, ratio ${(r.rps / m.rps).toFixed(3)}`)
+  }
+  const ratio = median(ratios)
+
+  lines.push(
+    '# bench-scale results',
+    '',
+    `Run ${new Date().toISOString()} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}.`,
+    `autocannon ${CONNECTIONS} connections, ${DURATION} s per case, from the same machine; load average at the end ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} (1/5/15 min).`,
+    '',
+    '## Through HAProxy with 1, 2 and 3 replicas (Redis rate-limit store, one PostgreSQL database)',
+    '',
+    ...table,
+    '',
+    `The replicas run on core(s) ${SERVER_CPU} (BENCH_SERVER_CPU); HAProxy, Redis, PostgreSQL and the`,
+    'load generator share the machine with them. More replicas on the same core(s) add no capacity:',
+    'the table shows what HAProxy and more processes cost or gain on one small machine, not',
+    'scale-out on separate hosts.',
+    '',
+    '## The Redis round trip: GET user with the Redis store vs the in-memory store',
+    '',
+    '| store | GET user req/s (runs) |',
+    '|---|---|',
+    `| Redis | ${redisRps.map((x) => x.toFixed(0)).join(', ')} |`,
+    `| in memory | ${memoryRps.map((x) => x.toFixed(0)).join(', ')} |`,
+    '',
+    `Median ratio Redis / in memory over ${RUNS} paired runs (order alternating): **${ratio.toFixed(3)}** (target >= 0.90).`,
+    '',
+  )
+  writeFileSync(path.join(projectRoot, 'bench', 'scale.md'), lines.join('\n'))
+  console.log(lines.join('\n'))
+} finally {
+  await stopServers()
+  for (const child of helpers) await stopHelper(child)
+  await bench.drop()
+}
+process.exit(0)

@@ -1,0 +1,94 @@
+// The Redis sliding window against a real private Redis: the same exact semantics as the
+// in-memory store (no 2x burst across a window boundary, rejected requests not recorded, ttl
+// until the oldest accepted request leaves), and the local fallback when Redis is down or
+// paused, with sharing back once it answers.
+import t, { type Test } from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { SlidingWindowStore, type StoreResult } from '../../src/rate-limit/sliding-window-store.js'
+import { SharedWindowStore } from '../../src/rate-limit/shared-window-store.js'
+import { createRedisWindowClient, takeInRedis, type RedisWindowClient } from '../../src/rate-limit/redis-window.js'
+import { startPrivateRedis } from '../helpers/private-redis.js'
+
+async function client(t: Test, url: string, commandTimeoutMs = 1000): Promise<RedisWindowClient> {
+  const redis = createRedisWindowClient({ url, commandTimeoutMs })
+  redis.on('error', () => {})
+  t.teardown(() => redis.disconnect())
+  while (redis.status !== 'ready') await sleep(20)
+  return redis
+}
+
+const admitted = async (redis: RedisWindowClient, key: string, n: number, windowMs: number, max: number) => {
+  const results = await Promise.all(Array.from({ length: n }, () => takeInRedis(redis, key, windowMs, max)))
+  return results.filter((r) => r.current <= max).length
+}
+
+t.test('across a window boundary Redis admits max, never 2x max', async (t) => {
+  const server = await startPrivateRedis(t)
+  const redis = await client(t, server.url)
+  const started = Date.now()
+  t.equal(await admitted(redis, 'c', 5, 2000, 10), 5, 'first half of the quota at 0 s')
+  await sleep(1000)
+  t.equal(await admitted(redis, 'c', 5, 2000, 10), 5, 'second half at 1 s')
+  t.equal(await admitted(redis, 'c', 10, 2000, 10), 0, 'the window is full; rejections are not recorded')
+  await sleep(2200 - (Date.now() - started))
+  // A fixed window would have reset at 2 s and admit 10; the sliding one frees the first 5 only.
+  t.ok(Date.now() - started < 3000, 'still inside the second pair\'s window')
+  t.equal(await admitted(redis, 'c', 10, 2000, 10), 5)
+})
+
+t.test('current and ttl match the in-memory store', async (t) => {
+  const server = await startPrivateRedis(t)
+  const redis = await client(t, server.url)
+  const first = await takeInRedis(redis, 'ttl', 60_000, 2)
+  t.equal(first.current, 1)
+  t.ok(first.ttl > 59_000 && first.ttl <= 60_000, `ttl is one window after the only request: ${first.ttl}`)
+  t.equal((await takeInRedis(redis, 'ttl', 60_000, 2)).current, 2)
+  const rejected = await takeInRedis(redis, 'ttl', 60_000, 2)
+  t.equal(rejected.current, 3, 'over the limit: max + 1, as in memory')
+  t.ok(rejected.ttl > 0 && rejected.ttl <= first.ttl, 'ttl counts down to the oldest accepted request leaving')
+  t.equal(await redis.zcard('ratelimit:ttl'), 2, 'only accepted requests are recorded')
+  const ttlMs = await redis.pttl('ratelimit:ttl')
+  t.ok(ttlMs > 0 && ttlMs <= 60_000, 'the set expires one window after its newest request')
+  t.equal((await takeInRedis(redis, 'other', 60_000, 2)).current, 1, 'clients are independent')
+})
+
+t.test('Redis down or paused: decisions fall back to the local window; sharing returns when it answers', async (t) => {
+  const server = await startPrivateRedis(t)
+  const redis = createRedisWindowClient({ url: server.url, commandTimeoutMs: 50 })
+  const local = new SlidingWindowStore()
+  const reasons: string[] = []
+  const store = new SharedWindowStore({ redis, local, onFallback: (r) => reasons.push(r), probeEveryMs: 200 })
+  t.teardown(() => {
+    store.close()
+    redis.disconnect()
+  })
+  const incr = (key: string, max = 3) => new Promise<StoreResult>((resolve, reject) => store.incr(key, (err, res) => (err ? reject(err) : resolve(res)), 60_000, max))
+  const untilShared = async () => {
+    for (let i = 0; i < 200 && !store.shared; i++) await sleep(50)
+    return store.shared
+  }
+
+  t.ok(await untilShared(), 'shared once connected')
+  await incr('k')
+  t.equal(await redis.zcard('ratelimit:k'), 1, 'the decision was taken in Redis')
+  t.same(reasons, [])
+
+  await server.stop()
+  const down = await Promise.all([incr('k'), incr('k'), incr('k'), incr('k')])
+  t.same(down.map((r) => r.current), [1, 2, 3, 4], 'local window (starts empty) still limits at max')
+  t.ok(reasons.length >= 4, 'every local decision is reported')
+
+  await server.start()
+  t.ok(await untilShared(), 'sharing returns after Redis answers again')
+  reasons.length = 0
+  t.equal((await incr('k')).current, 1, 'Redis started empty; local counts were not copied into it')
+  t.same(reasons, [])
+
+  server.pause()
+  const paused = await incr('k')
+  t.equal(paused.current, 4, 'a paused Redis times out; the local window decides (still full from the outage: max + 1)')
+  t.ok(reasons.length >= 1)
+  t.notOk(store.shared)
+  server.resume()
+  t.ok(await untilShared(), 'sharing returns once Redis answers the probe')
+})
