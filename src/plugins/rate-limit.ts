@@ -37,8 +37,13 @@ export default fp(
     // A key's own rate_limit (API_KEYS_FILE) replaces the default for that key.
     const quotaFor = (request: FastifyRequest): RateLimitQuota => request.apiKey?.rateLimit ?? defaults
 
+    // Registered with or without Redis: dashboards and alerts see 0 rather than no series.
+    const fallbacks = new fastify.metrics.client.Counter({
+      name: 'rate_limit_store_fallback_total',
+      help: 'Rate-limit decisions taken in the local window because Redis was unreachable or slow',
+    })
     const local = new SlidingWindowStore()
-    const store = config.redisUrl ? sharedStore(fastify, config.redisUrl, config.redisCommandTimeoutMs, local) : local
+    const store = config.redisUrl ? sharedStore(fastify, config.redisUrl, config.redisCommandTimeoutMs, local, fallbacks) : local
 
     await fastify.register(rateLimit, {
       global: false,
@@ -79,11 +84,7 @@ export default fp(
 )
 
 /** The Redis-backed store with its local fallback, fallback metric, throttled log and shutdown. */
-function sharedStore(fastify: FastifyInstance, url: string, commandTimeoutMs: number, local: SlidingWindowStore) {
-  const fallbacks = new fastify.metrics.client.Counter({
-    name: 'rate_limit_store_fallback_total',
-    help: 'Rate-limit decisions taken in the local window because Redis was unreachable or slow',
-  })
+function sharedStore(fastify: FastifyInstance, url: string, commandTimeoutMs: number, local: SlidingWindowStore, fallbacks: { inc(): void }) {
   let lastLog = Number.NEGATIVE_INFINITY
   let unlogged = 0
   const redis = createRedisWindowClient({ url, commandTimeoutMs })

@@ -18,11 +18,6 @@ const DASHBOARD = path.join(projectRoot, 'deploy/grafana/study-service.json')
 
 /** Series Prometheus makes itself, not the app. */
 const FROM_PROMETHEUS = new Set(['up'])
-/**
- * Added by the scale-out work (Redis-backed rate limit): counted only where that code exists.
- * Remove it from here once /metrics has it.
- */
-const FROM_OTHER_BRANCHES = new Set(['rate_limit_store_fallback_total'])
 
 interface Rule {
   alert: string
@@ -118,7 +113,7 @@ t.test('every metric the rules and the dashboard name is on the real /metrics', 
   for (const { where, expr } of named) {
     for (const name of metricNames(expr)) {
       seen.add(name)
-      if (FROM_PROMETHEUS.has(name) || FROM_OTHER_BRANCHES.has(name)) continue
+      if (FROM_PROMETHEUS.has(name)) continue
       t.ok(exposed(name), `${where}: ${name} is on /metrics`)
     }
   }
