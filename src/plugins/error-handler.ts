@@ -3,7 +3,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, appError } from '../errors.js'
 import { isDatabaseUnavailable } from '../db/unavailable.js'
 import { RequestValidationError } from '../validation/request-validation-error.js'
-import { malformedBodyItem, toValidationItems, type RequestPart } from '../validation/validation-errors.js'
+import { malformedBodyItem, toValidationItems, validationBody, type RequestPart } from '../validation/validation-errors.js'
 
 const RETRY_AFTER_SECONDS = '5'
 const MALFORMED_BODY = new Set(['FST_ERR_CTP_EMPTY_JSON_BODY', 'FST_ERR_CTP_INVALID_JSON_BODY', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH'])
@@ -23,8 +23,7 @@ function validationGroup(request: FastifyRequest): string | null {
 }
 
 function sendValidation(request: FastifyRequest, reply: FastifyReply, items: ReturnType<typeof toValidationItems>) {
-  const path = request.url.split('?')[0]
-  return reply.code(422).send({ error_type: 'validation_error', endpoint: `${request.method} ${path}`, errors: items })
+  return reply.code(422).send(validationBody(request.method, request.url.split('?')[0]!, items))
 }
 
 function sendError(reply: FastifyReply, err: AppError) {

@@ -6,14 +6,15 @@ import type { FastifySchemaCompiler } from 'fastify'
 import * as validators from '../../generated/validators.cjs'
 import { operations } from '../../generated/operations.js'
 import { addProjectFormats } from './formats.js'
-import { sizeLimitsOf, withJsonSizeLimits } from './json-size-limits.js'
+import { boundedBodyValidator } from './body-validator.js'
+import { withInputRules } from './parameter-rules.js'
 
 const bodyValidatorByRoute = new Map<string, unknown>(
   Object.values(operations)
     .filter((op) => op.bodySchema)
     .map((op) => [
       `${op.method} ${op.url}`,
-      withJsonSizeLimits((validators as unknown as Record<string, never>)[op.bodySchema!]!, sizeLimitsOf(op.bodySchema!)),
+      boundedBodyValidator(op.bodySchema!, (validators as unknown as Record<string, never>)[op.bodySchema!]!),
     ]),
 )
 
@@ -46,6 +47,6 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
       return (generated ?? bodyAjv.compile(schema as object)) as ReturnType<FastifySchemaCompiler<unknown>>
     }
     const target = httpPart === 'headers' ? lowerCaseHeaderNames(schema as HeaderSchema) : schema
-    return paramsAjv.compile(target as object) as ReturnType<FastifySchemaCompiler<unknown>>
+    return withInputRules(paramsAjv.compile(target as object)) as ReturnType<FastifySchemaCompiler<unknown>>
   }
 }
