@@ -1,6 +1,7 @@
-// Path, query and header parameters after Ajv's coercion: the string rules (no NUL, no lone
-// surrogate) and finite, safe numbers. Ajv coerces "Infinity" and "1e400" to ±Infinity and its
-// minimum/maximum checks skip non-finite values, so a bound alone lets them through.
+// Path, query and header parameters around Ajv's coercion: an integer parameter is written as
+// plain decimal digits (Ajv would coerce "Infinity", "1e400", "0x10" and "1e3", and its
+// minimum/maximum checks skip non-finite values); after coercion, the string rules (no NUL, no
+// lone surrogate) and finite, safe numbers.
 import type { ErrorObject } from 'ajv'
 import { unacceptableNumber, unacceptableString } from './input-rules.js'
 import { escapePointer } from './schema-nodes.js'
@@ -27,11 +28,28 @@ function ruleErrors(data: unknown): ErrorObject[] {
   return errors
 }
 
-export function withInputRules(validate: Validator): Validator {
+const DECIMAL_INTEGER = /^[+-]?\d{1,16}$/
+
+type ParameterSchema = { properties?: Record<string, { type?: unknown }> }
+
+/** Integer parameters sent as anything but decimal digits, checked before coercion. */
+function integerSpellingErrors(schema: ParameterSchema, data: unknown): ErrorObject[] {
+  if (data === null || typeof data !== 'object') return []
+  const errors: ErrorObject[] = []
+  for (const [name, property] of Object.entries(schema.properties ?? {})) {
+    const value = (data as Record<string, unknown>)[name]
+    if (property.type !== 'integer' || typeof value !== 'string' || DECIMAL_INTEGER.test(value)) continue
+    errors.push({ instancePath: `/${escapePointer(name)}`, schemaPath: 'type', keyword: 'type', params: { type: 'integer' }, message: 'must be a decimal integer', data: value })
+  }
+  return errors
+}
+
+export function withInputRules(validate: Validator, schema: ParameterSchema): Validator {
   const wrapped: Validator = (data) => {
+    const spelling = integerSpellingErrors(schema, data)
     const ok = validate(data)
     const extra = ruleErrors(data)
-    const errors = [...(ok ? [] : (validate.errors ?? [])), ...extra]
+    const errors = [...spelling, ...(ok ? [] : (validate.errors ?? [])), ...extra]
     wrapped.errors = errors.length > 0 ? errors : null
     return errors.length === 0
   }
