@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: bench-cpu bench-soak run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+.PHONY: bench-hostile bench-cpu bench-soak run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
 
 NPM_STAMP := node_modules/.package-lock.json
 
@@ -63,6 +63,10 @@ bench-cpu: build
 ## Five minutes of mixed load: throughput and RSS must stay flat (bench/soak.md).
 bench-soak: build
 	taskset -c 1 npx tsx bench/soak.ts
+
+## The HTTP edge under hostile load (built server): 1 MiB amplification, stalled uploads, an address flood, 4x overload.
+bench-hostile: build
+	npx tsx bench/hostile.ts
 
 clean:
 	rm -rf dist .tap coverage
