@@ -8,10 +8,11 @@ import { escapePointer } from './schema-nodes.js'
 
 type Validator = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null }
 
-function ruleErrors(data: unknown): ErrorObject[] {
+function ruleErrors(data: unknown, only: Set<string> | null): ErrorObject[] {
   if (data === null || typeof data !== 'object') return []
   const errors: ErrorObject[] = []
   for (const [name, value] of Object.entries(data)) {
+    if (only && !only.has(name)) continue
     for (const [i, item] of (Array.isArray(value) ? value.map((v, i) => [i, v] as const) : [[null, value] as const])) {
       const problem = typeof item === 'string' ? unacceptableString(item) : typeof item === 'number' ? unacceptableNumber(item) : null
       if (!problem) continue
@@ -44,11 +45,16 @@ function integerSpellingErrors(schema: ParameterSchema, data: unknown): ErrorObj
   return errors
 }
 
-export function withInputRules(validate: Validator, schema: ParameterSchema): Validator {
+/**
+ * Path and query: every value, declared or not. Headers: the declared ones except X-Request-Id,
+ * which is replaced when odd, never refused (and Node's parser already refuses NUL in headers).
+ */
+export function withInputRules(validate: Validator, schema: ParameterSchema, part: 'params' | 'querystring' | 'headers'): Validator {
+  const only = part === 'headers' ? new Set(Object.keys(schema.properties ?? {}).filter((name) => name !== 'x-request-id')) : null
   const wrapped: Validator = (data) => {
     const spelling = integerSpellingErrors(schema, data)
     const ok = validate(data)
-    const extra = ruleErrors(data)
+    const extra = ruleErrors(data, only)
     const errors = [...spelling, ...(ok ? [] : (validate.errors ?? [])), ...extra]
     wrapped.errors = errors.length > 0 ? errors : null
     return errors.length === 0

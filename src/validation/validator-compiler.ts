@@ -47,6 +47,6 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
       return (generated ?? bodyAjv.compile(schema as object)) as ReturnType<FastifySchemaCompiler<unknown>>
     }
     const target = httpPart === 'headers' ? lowerCaseHeaderNames(schema as HeaderSchema) : schema
-    return withInputRules(paramsAjv.compile(target as object), target as object) as ReturnType<FastifySchemaCompiler<unknown>>
+    return withInputRules(paramsAjv.compile(target as object), target as object, httpPart as 'params' | 'querystring' | 'headers') as ReturnType<FastifySchemaCompiler<unknown>>
   }
 }

@@ -63,6 +63,15 @@ t.test('NUL in path or query parameters is 422 COMMON_422', async (t) => {
   }
 })
 
+t.test('header parameters: a NUL in Idempotency-Key is 400, an odd X-Request-Id is replaced, not refused', async (t) => {
+  const key = await api.post('/api/v1/user', { system_user_id: 'h', system_uuid: randomUUID(), full_name: 'n' }, 'a\u0000b')
+  t.equal(key.statusCode, 400)
+  t.equal(key.json().key, 'IDEMPOTENCY_KEY_INVALID')
+  const id = await api.request({ method: 'GET', url: '/live', headers: { 'x-request-id': 'a\u0000b' } })
+  t.equal(id.statusCode, 200)
+  t.not(id.headers['x-request-id'], 'a\u0000b')
+})
+
 t.test('lone surrogates are refused: body 422 ..._BODY_INVALID, query 422 COMMON_422', async (t) => {
   const tel = await raw('/api/v1/telemetry/docs-search', '{"event":"e","emitted_at_ms":1,"payload":{"k":"\\ud800"}}')
   t.equal(tel.statusCode, 422)
