@@ -48,7 +48,7 @@ function check(node: SchemaNode, data: unknown, pointer: string, out: ErrorObjec
       out.push(error(pointer, 'maxItems', { limit: n.maxItems }, `must NOT have more than ${n.maxItems} items`, data))
       return
     }
-    if (n.items && constrains(n.items)) data.forEach((item, i) => check(n.items!, item, `${pointer}/${i}`, out))
+    if (n.items && constrains(n.items)) for (let i = 0; i < data.length; i++) check(n.items, data[i], `${pointer}/${i}`, out)
     return
   }
   if (!isObject(data)) return

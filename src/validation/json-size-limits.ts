@@ -37,7 +37,7 @@ function oversize(data: unknown, { path, limit }: SizeLimit): ErrorObject[] {
     }
     const step = path[depth]!
     if (step === '*') {
-      if (Array.isArray(value)) value.forEach((item, i) => visit(item, depth + 1, `${pointer}/${i}`))
+      if (Array.isArray(value)) for (let i = 0; i < value.length; i++) visit(value[i], depth + 1, `${pointer}/${i}`)
     } else if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
       visit((value as Record<string, unknown>)[step], depth + 1, `${pointer}/${escapePointer(step)}`)
     }

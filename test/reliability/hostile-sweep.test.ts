@@ -96,7 +96,7 @@ const forbiddenString = fc.constantFrom('\u0000', 'a\u0000b', '\ud800', 'x\udfff
 /** Strings that may or may not fit a field (never a 5xx). */
 const oddString = fc.oneof(
   fc.constantFrom('', ' ', '\u0007bell', '\u202eRTL', '\ufeffBOM', '../../etc/passwd', "'; drop table users; --", '%00', '\\u0000', 'null', '0'),
-  fc.string({ unit: 'binary', maxLength: 40 }).filter((s) => !/[\u0000\ud800-\udfff]/.test(s)),
+  fc.string({ unit: 'binary', maxLength: 40 }).filter((s) => !s.includes('\u0000') && !/\p{Cs}/u.test(s)),
   fc.string({ unit: 'grapheme', minLength: 200, maxLength: 3000 }),
 )
 /** JSON number literals that are never acceptable (not finite in a double, or past 2^53-1). */
