@@ -95,7 +95,8 @@ export function toValidationItems(part: RequestPart, errors: ErrorObject[], grou
           ? (e.params as { additionalProperty: string }).additionalProperty
           : undefined
     if (extra !== undefined) loc.push(cut(extra))
-    const locKey = JSON.stringify(loc)
+    // One item per failing field, keyed on the full path (the echoed loc may be cut).
+    const locKey = `${e.instancePath}\u0000${extra ?? ''}`
     if (seen.has(locKey)) continue
     seen.add(locKey)
 
