@@ -7,6 +7,7 @@
 import t from 'tap'
 import fc from 'fast-check'
 import { randomUUID } from 'node:crypto'
+import net from 'node:net'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { parse } from 'yaml'
 import type { InjectOptions } from 'fastify'
@@ -326,3 +327,47 @@ t.ok(cases.length >= 5000 || process.env.HOSTILE_RUNS !== undefined, `${cases.le
 const distinct = [...new Set(problems.map((p) => p.replace(/ -> .*/, '').replace(/=.*/, '')))]
 t.same(problems.slice(0, 25), [], `no contract problem (${problems.length} in all, seed ${seed}; kinds: ${distinct.slice(0, 20).join(' | ')})`)
 t.equal((await api.get('/live')).statusCode, 200, 'the process still answers')
+
+// ---- Over a real socket: what inject cannot send -------------------------------------------------
+
+/** Sends raw bytes and returns the status, headers and body of the first answer (or null if closed silently). */
+function rawExchange(port: number, bytes: string): Promise<{ status: number; headers: Record<string, string>; body: string } | null> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(bytes))
+    let data = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (chunk) => (data += chunk))
+    socket.on('error', () => {})
+    socket.setTimeout(5000, () => socket.destroy())
+    socket.on('close', () => {
+      const [head = '', ...rest] = data.split('\r\n\r\n')
+      const [statusLine, ...lines] = head.split('\r\n')
+      const status = Number(statusLine?.split(' ')[1])
+      if (!status) return resolve(null)
+      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]))
+      resolve({ status, headers, body: rest.join('\r\n\r\n') })
+    })
+  })
+}
+
+t.test('answers from the HTTP layer carry the envelope and X-Request-Id', async (t) => {
+  await api.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = api.app.server.address() as net.AddressInfo
+  const cases: [string, string, number, string][] = [
+    ['header section over the limit', `GET /live HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\nConnection: close\r\n\r\n`, 431, 'COMMON_431'],
+    ['malformed Content-Length', 'POST /api/v1/user HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\nConnection: close\r\n\r\n', 400, 'COMMON_400'],
+    ['bad percent-encoding in the path', `GET /api/v1/user/%zz/${owner.system_user_id} HTTP/1.1\r\nHost: x\r\nX-API-Key: ${API_KEY}\r\nConnection: close\r\n\r\n`, 400, 'COMMON_400'],
+  ]
+  for (const [what, bytes, status, code] of cases) {
+    const res = await rawExchange(port, bytes)
+    t.equal(res?.status, status, what)
+    t.ok(res?.headers['x-request-id'], `${what}: X-Request-Id`)
+    t.match(res?.headers['content-type'] ?? '', /^application\/json/, `${what}: JSON`)
+    let body: { code?: string } = {}
+    try {
+      body = JSON.parse(res?.body ?? '')
+    } catch {}
+    t.equal(body.code, code, `${what}: envelope`)
+    t.notMatch(res?.body ?? '', /%zz/, `${what}: the path is not echoed`)
+  }
+})
