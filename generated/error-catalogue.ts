@@ -15,6 +15,13 @@ export const errorCatalogue = [
     "message": "The Idempotency-Key header must be 1 to 128 printable ASCII characters."
   },
   {
+    "code": "COMMON_400",
+    "key": "MALFORMED_REQUEST",
+    "status": 400,
+    "source": "business",
+    "message": "The request is malformed."
+  },
+  {
     "code": "COMMON_401",
     "key": "SECURITY_AUTH_REQUIRED",
     "status": 401,
@@ -27,6 +34,20 @@ export const errorCatalogue = [
     "status": 404,
     "source": "business",
     "message": "No route matches this method and path."
+  },
+  {
+    "code": "COMMON_405",
+    "key": "METHOD_NOT_ALLOWED",
+    "status": 405,
+    "source": "business",
+    "message": "This path does not support this method; see the Allow header."
+  },
+  {
+    "code": "COMMON_408",
+    "key": "REQUEST_TIMEOUT",
+    "status": 408,
+    "source": "business",
+    "message": "The request was not received in time."
   },
   {
     "code": "COMMON_409",
@@ -71,6 +92,13 @@ export const errorCatalogue = [
     "message": "Rate limit exceeded; retry after the number of seconds in Retry-After."
   },
   {
+    "code": "COMMON_431",
+    "key": "REQUEST_HEADERS_TOO_LARGE",
+    "status": 431,
+    "source": "business",
+    "message": "The request headers are too large."
+  },
+  {
     "code": "COMMON_500",
     "key": "INTERNAL_ERROR",
     "status": 500,
@@ -83,6 +111,13 @@ export const errorCatalogue = [
     "status": 503,
     "source": "internal",
     "message": "The service is temporarily unavailable; retry later."
+  },
+  {
+    "code": "COMMON_503",
+    "key": "SERVICE_OVERLOADED",
+    "status": 503,
+    "source": "internal",
+    "message": "The service is overloaded; retry after the number of seconds in Retry-After."
   },
   {
     "code": "USER_101",

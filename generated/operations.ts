@@ -25,11 +25,13 @@ export const operations = {
       "201": null,
       "400": "BadRequest",
       "401": "Unauthorized",
+      "408": "RequestTimeout",
       "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -45,10 +47,13 @@ export const operations = {
     "served": true,
     "responses": {
       "200": null,
+      "400": "MalformedRequest",
       "401": "Unauthorized",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -67,11 +72,13 @@ export const operations = {
       "400": "BadRequest",
       "401": "Unauthorized",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -90,11 +97,13 @@ export const operations = {
       "400": "BadRequest",
       "401": "Unauthorized",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -113,11 +122,13 @@ export const operations = {
       "400": "BadRequest",
       "401": "Unauthorized",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -133,10 +144,13 @@ export const operations = {
     "served": true,
     "responses": {
       "200": null,
+      "400": "MalformedRequest",
       "401": "Unauthorized",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -155,11 +169,13 @@ export const operations = {
       "400": "BadRequest",
       "401": "Unauthorized",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -178,11 +194,13 @@ export const operations = {
       "400": "BadRequest",
       "401": "Unauthorized",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -198,10 +216,13 @@ export const operations = {
     "served": true,
     "responses": {
       "200": null,
+      "400": "MalformedRequest",
       "401": "Unauthorized",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -217,10 +238,13 @@ export const operations = {
     "served": true,
     "responses": {
       "200": null,
+      "400": "MalformedRequest",
       "401": "Unauthorized",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -239,11 +263,13 @@ export const operations = {
       "400": "BadRequest",
       "401": "Unauthorized",
       "404": "NotFound",
+      "408": "RequestTimeout",
       "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -259,11 +285,14 @@ export const operations = {
     "served": true,
     "responses": {
       "202": null,
+      "400": "MalformedRequest",
       "401": "Unauthorized",
+      "408": "RequestTimeout",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -279,11 +308,14 @@ export const operations = {
     "served": true,
     "responses": {
       "202": null,
+      "400": "MalformedRequest",
       "401": "Unauthorized",
+      "408": "RequestTimeout",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -299,9 +331,12 @@ export const operations = {
     "served": true,
     "responses": {
       "200": null,
+      "400": "MalformedRequest",
       "401": "Unauthorized",
+      "408": "RequestTimeout",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
       "500": "InternalError",
       "503": "ServiceUnavailable"
     }
@@ -317,6 +352,9 @@ export const operations = {
     "served": true,
     "responses": {
       "200": null,
+      "400": "MalformedRequest",
+      "408": "RequestTimeout",
+      "431": "RequestHeadersTooLarge",
       "500": "ProbeInternalError"
     }
   },
@@ -331,6 +369,9 @@ export const operations = {
     "served": true,
     "responses": {
       "200": null,
+      "400": "MalformedRequest",
+      "408": "RequestTimeout",
+      "431": "RequestHeadersTooLarge",
       "500": "ProbeInternalError",
       "503": null
     }
@@ -345,7 +386,10 @@ export const operations = {
     "public": true,
     "served": false,
     "responses": {
-      "200": null
+      "200": null,
+      "400": "MalformedRequest",
+      "408": "RequestTimeout",
+      "431": "RequestHeadersTooLarge"
     }
   },
   "getOpenApiDocument": {
@@ -358,7 +402,10 @@ export const operations = {
     "public": true,
     "served": false,
     "responses": {
-      "200": null
+      "200": null,
+      "400": "MalformedRequest",
+      "408": "RequestTimeout",
+      "431": "RequestHeadersTooLarge"
     }
   }
 } as const satisfies Record<string, OperationInfo>

@@ -1286,7 +1286,7 @@ export const schemas = {
       },
       "checks": {
         "type": "object",
-        "description": "Check name to state (`ok` or `unavailable`); `shutdown` appears while draining.",
+        "description": "Check name to state (`ok` or `unavailable`); `load` is `overloaded` while the process sheds load, `shutdown` is `draining` while it shuts down. The database check is cached for up to 1 s, so a flood of probes is not a flood of queries.",
         "additionalProperties": {
           "type": "string"
         }

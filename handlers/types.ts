@@ -31,6 +31,8 @@ export interface HandlerDeps {
   now: () => Date
   /** True once shutdown has begun (readiness turns not_ready). */
   isDraining: () => boolean
+  /** True while the process is overloaded and sheds load (readiness turns not_ready). */
+  isUnderPressure: () => boolean
 }
 
 /**

@@ -1,9 +1,9 @@
-// Composition root: Fastify with the cross-cutting plugins, in the order the contract needs
-// (rate limit -> API key -> body size -> validation -> idempotency -> business).
+// Composition root: the HTTP edge, the cross-cutting plugins and the routes. The order of
+// checks on a request is decided in one place: src/plugins/request-pipeline.ts.
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.js'
 import type { Sql } from './db/client.js'
-import { createValidatorCompiler } from './validation/validator-compiler.js'
+import { serverOptions } from './http/server-options.js'
 import configPlugin from './plugins/config.js'
 import requestIdPlugin, { requestIdFrom } from './plugins/request-id.js'
 import errorHandlerPlugin, { safeErrorFields } from './plugins/error-handler.js'
@@ -17,6 +17,9 @@ import docsPlugin from './plugins/docs.js'
 import jsonBodyPlugin from './plugins/json-body.js'
 import jsonOnlyBodiesPlugin from './plugins/json-only-bodies.js'
 import corsPlugin from './plugins/cors.js'
+import loadSheddingPlugin from './plugins/load-shedding.js'
+import earlyClosePlugin from './plugins/early-close.js'
+import requestPipelinePlugin from './plugins/request-pipeline.js'
 import routesPlugin from './plugins/routes.js'
 
 export interface AppOptions {
@@ -46,6 +49,7 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   const isInstance = typeof (logger as { info?: unknown } | undefined)?.info === 'function'
   const app: FastifyInstance = Fastify({
     ...(isInstance ? { loggerInstance: logger as never } : { logger: (logger === undefined ? loggerOptions(config) : logger) as boolean }),
+    ...serverOptions(config),
     bodyLimit: config.bodyLimitBytes,
     genReqId: requestIdFrom,
     requestIdHeader: false,
@@ -55,7 +59,6 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
     // The contract declares no HEAD operations; answer them 404 like any undeclared route.
     exposeHeadRoutes: false,
   }) as unknown as FastifyInstance
-  app.setValidatorCompiler(createValidatorCompiler())
   // JSON only: any other content type answers 415.
   app.removeContentTypeParser('text/plain')
 
@@ -63,6 +66,7 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   await app.register(jsonBodyPlugin)
   await app.register(jsonOnlyBodiesPlugin)
   await app.register(requestIdPlugin)
+  await app.register(earlyClosePlugin)
   await app.register(requestLogPlugin)
   await app.register(errorHandlerPlugin)
   await app.register(metricsPlugin)
@@ -71,6 +75,8 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   await app.register(corsPlugin)
   await app.register(authPlugin)
   await app.register(rateLimitPlugin)
+  await app.register(loadSheddingPlugin)
+  await app.register(requestPipelinePlugin)
   await app.register(docsPlugin)
   await app.register(routesPlugin, { now })
   return app

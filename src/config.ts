@@ -1,4 +1,6 @@
 // Reads and checks the environment once; a bad value stops the start with one clear line.
+import { getHeapStatistics } from 'node:v8'
+
 export type AppEnv = 'dev' | 'qa' | 'prod'
 
 export interface Config {
@@ -14,6 +16,16 @@ export interface Config {
   logLevel: string
   corsOrigins: string[]
   dataDir: string
+  /** A request's headers and body must arrive within this time, else 408 (REQUEST_TIMEOUT_MS). */
+  requestTimeoutMs: number
+  /** Load shedding thresholds (0 turns a check off); see src/plugins/load-shedding.ts. */
+  loadShed: {
+    maxEventLoopDelayMs: number
+    maxEventLoopUtilization: number
+    maxHeapUsedBytes: number
+    maxRssBytes: number
+    retryAfterSeconds: number
+  }
 }
 
 export class ConfigError extends Error {}
@@ -30,6 +42,14 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`)
   }
+  return value
+}
+
+function fraction(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const value = Number(raw)
+  if (!Number.isFinite(value) || value < 0 || value > 1) throw new ConfigError(`${name} must be a number from 0 to 1, got "${raw}"`)
   return value
 }
 
@@ -67,5 +87,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     corsOrigins: list(env.CORS_ORIGINS),
     dataDir: env.PGLITE_DATA_DIR || '.data/pglite',
+    requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
+    loadShed: {
+      maxEventLoopDelayMs: integer(env, 'LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS', 500, 0, 60_000),
+      // Off by default: a process that is merely busy sits near 1.0 without being late.
+      maxEventLoopUtilization: fraction(env, 'LOAD_SHED_MAX_EVENT_LOOP_UTILIZATION', 0),
+      // Default: 90 % of V8's heap limit, before the process would die of it.
+      maxHeapUsedBytes: integer(env, 'LOAD_SHED_MAX_HEAP_USED_BYTES', Math.floor(getHeapStatistics().heap_size_limit * 0.9), 0, Number.MAX_SAFE_INTEGER),
+      maxRssBytes: integer(env, 'LOAD_SHED_MAX_RSS_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
+      retryAfterSeconds: integer(env, 'LOAD_SHED_RETRY_AFTER_SECONDS', 2, 1, 3600),
+    },
   }
 }

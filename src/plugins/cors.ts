@@ -20,7 +20,8 @@ export default fp(
     await fastify.register(cors, {
       delegator: (request, callback) => {
         const path = request.url.split('?')[0]!
-        callback(null, INGEST_PATHS.has(path) ? ingest : { origin: false })
+        // Without Origin it is not a browser's request: OPTIONS then gets the plain 204 + Allow.
+        callback(null, INGEST_PATHS.has(path) && request.headers.origin !== undefined ? ingest : { origin: false })
       },
     })
   },

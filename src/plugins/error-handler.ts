@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { AppError, appError } from '../errors.js'
+import { AppError, appError, type ErrorKey } from '../errors.js'
+import { allowedMethods } from '../http/declared-methods.js'
 import { isDatabaseUnavailable } from '../db/unavailable.js'
 import { RequestValidationError } from '../validation/request-validation-error.js'
 import { malformedBodyItem, toValidationItems, validationBody, type RequestPart } from '../validation/validation-errors.js'
@@ -31,20 +32,35 @@ function sendError(reply: FastifyReply, err: AppError) {
   return reply.code(err.statusCode).send(err.envelope())
 }
 
-/** Maps every failure to its catalogued envelope; the only place that shapes error bodies. */
+/** The catalogue entry for a framework or plugin error that carries a 4xx status. */
+const CLIENT_ERROR_BY_STATUS: Record<number, ErrorKey> = {
+  400: 'MALFORMED_REQUEST',
+  401: 'SECURITY_AUTH_REQUIRED',
+  404: 'ROUTE_NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  408: 'REQUEST_TIMEOUT',
+  413: 'SECURITY_REQUEST_BODY_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'SECURITY_RATE_LIMIT_EXCEEDED',
+  431: 'REQUEST_HEADERS_TOO_LARGE',
+}
+
+/** A client that went away mid-request (aborted upload, reset): not a server fault. */
+function clientWentAway(request: FastifyRequest): boolean {
+  return request.raw.aborted || request.raw.socket?.destroyed === true
+}
+
+/**
+ * Maps every failure to its catalogued envelope; the only place that shapes error bodies.
+ * Bad input keeps a 4xx and is logged below ERROR; ERROR is for 5xx only.
+ */
 export default fp(
   async (fastify) => {
     fastify.setErrorHandler((error: FastifyError, request, reply) => {
       if (error instanceof AppError) return sendError(reply, error)
       if (error instanceof RequestValidationError) return sendValidation(request, reply, error.items)
-
       if (error.validation) {
-        const part = error.validationContext as RequestPart
-        if (part === 'headers' && error.validation.some((e) => /idempotency-key/i.test(`${e.instancePath} ${JSON.stringify(e.params)}`))) {
-          const missing = request.headers['idempotency-key'] === undefined
-          return sendError(reply, appError(missing ? 'IDEMPOTENCY_KEY_REQUIRED' : 'IDEMPOTENCY_KEY_INVALID'))
-        }
-        return sendValidation(request, reply, toValidationItems(part, error.validation as never, validationGroup(request)))
+        return sendValidation(request, reply, toValidationItems(error.validationContext as RequestPart, error.validation as never, validationGroup(request)))
       }
 
       switch (error.code) {
@@ -53,8 +69,17 @@ export default fp(
         case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
           return sendError(reply, appError('UNSUPPORTED_MEDIA_TYPE'))
       }
+      if (clientWentAway(request)) {
+        request.log.info({ code: typeof error.code === 'string' ? error.code : undefined }, 'client aborted')
+        return sendError(reply, appError('MALFORMED_REQUEST'))
+      }
       if (MALFORMED_BODY.has(error.code) || (error instanceof SyntaxError && error.statusCode === 400)) {
         return sendValidation(request, reply, [malformedBodyItem(validationGroup(request))])
+      }
+      const status = error.statusCode
+      if (typeof status === 'number' && status >= 400 && status < 500) {
+        request.log.info({ err: error }, 'request refused')
+        return sendError(reply, appError(CLIENT_ERROR_BY_STATUS[status] ?? 'MALFORMED_REQUEST'))
       }
 
       if (isDatabaseUnavailable(error)) {
@@ -65,7 +90,20 @@ export default fp(
       return sendError(reply, appError('INTERNAL_ERROR'))
     })
 
-    fastify.setNotFoundHandler((_request, reply) => sendError(reply, appError('ROUTE_NOT_FOUND')))
+    // No route for this method and path: 405 with Allow when the path exists (204 for OPTIONS),
+    // else 404. Answered at onRequest, so an unrouted request's body is never read.
+    const answerUnrouted = (request: FastifyRequest, reply: FastifyReply) => {
+      const allow = allowedMethods(request.url.split('?')[0]!)
+      if (allow === null) return sendError(reply, appError('ROUTE_NOT_FOUND'))
+      reply.header('allow', allow)
+      if (request.method === 'OPTIONS') return reply.code(204).send()
+      return sendError(reply, appError('METHOD_NOT_ALLOWED'))
+    }
+    fastify.addHook('onRequest', (request, reply, done) => {
+      if (request.is404) return answerUnrouted(request, reply)
+      done()
+    })
+    fastify.setNotFoundHandler(answerUnrouted)
   },
   { name: 'error-handler' },
 )

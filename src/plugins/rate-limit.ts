@@ -4,9 +4,10 @@ import { appError } from '../errors.js'
 import { SlidingWindowStore } from '../rate-limit/sliding-window-store.js'
 
 /**
- * Per-client sliding-window limit on /api/v1 routes (probes, metrics and docs are exempt).
- * The client is the API key when a configured one is sent, else the remote address, so that
- * made-up keys cannot open fresh buckets. Its hook goes first on each route: 429 before 401.
+ * Per-client sliding-window limit. The client is the API key when a configured one is sent,
+ * else the remote address, so that made-up keys cannot open fresh buckets. Registered with
+ * `global: false`: the request pipeline puts `fastify.rateLimit()` on the operations behind a
+ * security requirement (probes, metrics and docs are exempt).
  */
 export default fp(
   async (fastify) => {
@@ -17,11 +18,6 @@ export default fp(
       store: SlidingWindowStore as never,
       keyGenerator: (request) => request.apiKeyId ?? `ip:${request.ip}`,
       errorResponseBuilder: () => appError('SECURITY_RATE_LIMIT_EXCEEDED'),
-    })
-    const limit = fastify.rateLimit()
-    fastify.addHook('onRoute', (route) => {
-      if (!route.url.startsWith('/api/v1')) return
-      route.onRequest = [limit, ...[route.onRequest ?? []].flat()]
     })
   },
   { name: 'rate-limit', dependencies: ['config', 'auth'] },

@@ -20,9 +20,10 @@ export default fp<{ now?: () => Date }>(
       db: fastify.db,
       idempotentWrite: createIdempotentWrite(fastify.db, fastify.config.idempotencyTtlHours),
       isDraining: () => fastify.draining,
+      isUnderPressure: () => fastify.overloaded(),
       now,
     })
     await fastify.register(openapiGlue, { specification: specPath, serviceHandlers })
   },
-  { name: 'routes', dependencies: ['config', 'database', 'auth', 'rate-limit', 'error-handler'] },
+  { name: 'routes', dependencies: ['config', 'database', 'request-pipeline', 'load-shedding', 'error-handler'] },
 )

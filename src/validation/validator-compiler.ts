@@ -1,22 +1,24 @@
-// Fastify validator compiler: request bodies use the generated standalone validators (strict:
-// no coercion, no stripping); path, query and headers use a coercing Ajv, as HTTP sends strings.
+// Validator compilers for the operations of the contract (installed per route by the request pipeline).
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
 import * as validators from '../../generated/validators.cjs'
-import { operations } from '../../generated/operations.js'
+import { operations, type OperationId, type OperationInfo } from '../../generated/operations.js'
 import { addProjectFormats } from './formats.js'
 import { boundedBodyValidator } from './body-validator.js'
 import { withInputRules } from './parameter-rules.js'
 
-const bodyValidatorByRoute = new Map<string, unknown>(
-  Object.values(operations)
-    .filter((op) => op.bodySchema)
-    .map((op) => [
-      `${op.method} ${op.url}`,
-      boundedBodyValidator(op.bodySchema!, (validators as unknown as Record<string, never>)[op.bodySchema!]!),
-    ]),
-)
+type Validator = ReturnType<FastifySchemaCompiler<unknown>>
+
+/** The generated body validator of an operation, bounded (container guard, JSON size limits); a miss is a start-up error. */
+function bodyValidatorOf(operationId: OperationId): Validator {
+  const schemaName = (operations as Record<string, OperationInfo>)[operationId]?.bodySchema
+  const generated = schemaName ? (validators as unknown as Record<string, Validator | undefined>)[schemaName] : undefined
+  if (!schemaName || !generated) {
+    throw new Error(`operation ${operationId} has a request body but generated/validators.cjs has no validator for it: run make generate`)
+  }
+  return boundedBodyValidator(schemaName, generated as never) as Validator
+}
 
 interface HeaderSchema {
   properties?: Record<string, unknown>
@@ -33,20 +35,19 @@ function lowerCaseHeaderNames(schema: HeaderSchema): HeaderSchema {
   }
 }
 
-export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
-  const common = { allErrors: true, verbose: true, strict: true, allowUnionTypes: true } as const
-  const paramsAjv = new Ajv2020({ ...common, coerceTypes: 'array', useDefaults: true })
-  const bodyAjv = new Ajv2020({ ...common, coerceTypes: false, useDefaults: false, removeAdditional: false })
-  for (const ajv of [paramsAjv, bodyAjv]) {
-    addFormats.default(ajv)
-    addProjectFormats(ajv)
-  }
-  return ({ schema, method, url, httpPart }) => {
-    if (httpPart === 'body') {
-      const generated = bodyValidatorByRoute.get(`${method} ${url}`)
-      return (generated ?? bodyAjv.compile(schema as object)) as ReturnType<FastifySchemaCompiler<unknown>>
+/**
+ * The validator compiler of one operation's route (installed by the request pipeline): bodies
+ * use the operation's generated standalone validator (strict: no coercion, no stripping); path,
+ * query and headers a coercing Ajv, as HTTP sends strings.
+ */
+export function createRouteValidatorCompiler(): (operationId: OperationId) => FastifySchemaCompiler<unknown> {
+  const paramsAjv = new Ajv2020({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true, coerceTypes: 'array', useDefaults: true })
+  addFormats.default(paramsAjv)
+  addProjectFormats(paramsAjv)
+  return (operationId) =>
+    ({ schema, httpPart }) => {
+      if (httpPart === 'body') return bodyValidatorOf(operationId)
+      const target = httpPart === 'headers' ? lowerCaseHeaderNames(schema as HeaderSchema) : schema
+      return withInputRules(paramsAjv.compile(target as object), target as object, httpPart as 'params' | 'querystring' | 'headers') as Validator
     }
-    const target = httpPart === 'headers' ? lowerCaseHeaderNames(schema as HeaderSchema) : schema
-    return withInputRules(paramsAjv.compile(target as object), target as object, httpPart as 'params' | 'querystring' | 'headers') as ReturnType<FastifySchemaCompiler<unknown>>
-  }
 }

@@ -10,10 +10,11 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { projectRoot } from '../../src/paths.js'
 import { createTestDatabase } from '../helpers/database.js'
+import { NO_LOAD_SHEDDING } from '../helpers/app.js'
 
 t.test('generate from /openapi.json, compile with tsc, run against the server', async (t) => {
   const db = await createTestDatabase(t)
-  const app = await buildApp({ config: loadConfig({ API_KEYS: 'client-key', LOG_LEVEL: 'silent' }), sql: db.sql, logger: false })
+  const app = await buildApp({ config: loadConfig({ API_KEYS: 'client-key', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }), sql: db.sql, logger: false })
   t.teardown(() => app.close())
   const base = await app.listen({ port: 0, host: '127.0.0.1' })
 

@@ -9,6 +9,12 @@ import { contractProblems } from './contract.js'
 
 export const API_KEY = 'test-key-1'
 
+/**
+ * Load shedding off: on a busy CI machine the event loop can lag past the threshold, and tests
+ * that use this are about behaviour, not about overload (test/platform/load-shedding.test.ts is).
+ */
+export const NO_LOAD_SHEDDING = { LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' } as const
+
 export interface TestApi {
   app: FastifyInstance
   db: TestDatabase
@@ -26,7 +32,14 @@ export const newKey = () => `key-${process.pid}-${Date.now()}-${++keyCounter}`
 
 export async function buildTestApp(t: Test, env: Record<string, string> = {}, options: { now?: () => Date } = {}): Promise<TestApi> {
   const db = await createTestDatabase(t)
-  const config = loadConfig({ API_KEYS: `${API_KEY},test-key-2`, APP_ENV: 'dev', LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '100000', ...env })
+  const config = loadConfig({
+    API_KEYS: `${API_KEY},test-key-2`,
+    APP_ENV: 'dev',
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_MAX: '100000',
+    ...NO_LOAD_SHEDDING,
+    ...env,
+  })
   const app = await buildApp({ config, sql: db.sql, logger: false, now: options.now })
   t.teardown(() => app.close())
 

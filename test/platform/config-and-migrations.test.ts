@@ -10,6 +10,7 @@ import { createClient } from '../../src/db/client.js'
 import { requestHash } from '../../src/idempotency/request-hash.js'
 import { projectRoot } from '../../src/paths.js'
 import { createTestDatabase } from '../helpers/database.js'
+import { NO_LOAD_SHEDDING } from '../helpers/app.js'
 
 t.test('defaults: dev profile with the development key', async (t) => {
   const config = loadConfig({})
@@ -63,7 +64,7 @@ async function databaseBefore(t: Test, next: string) {
 t.test('answers stored as jsonb before migration 0006 are still replayed after it', async (t) => {
   const db = await databaseBefore(t, '0006')
   const user = { system_user_id: 'before-0006', system_uuid: '5b0d7a0e-6c1f-4c39-9a51-0f3c3f1b2a11', full_name: 'Stored Before' }
-  const config = loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent' })
+  const config = loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING })
   // The first answer, as the service of 0005 stored it (jsonb), with the body's canonical hash.
   const answer = { ...user, client_uuid: 'c5a1a1e2-3d4b-4c5d-8e6f-7a8b9c0d1e2f', username: null, timezone: 'UTC', is_row_invalid: 0, invalidation_reason_uuid: null, created_at: '2026-11-22T10:00:00.000Z', updated_at: '2026-11-22T10:00:00.000Z' }
   await db.sql`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
@@ -96,7 +97,7 @@ t.test('telemetry events stored before migration 0007 are rolled up by it and co
     { query_id: 'q1', first_ms: now - 120_000, last_ms: now - 60_000, queries: 1, zero_result_queries: 1, has_click: true, first_success_ms: 900 },
     { query_id: 'q2', first_ms: now - 30_000, last_ms: now - 30_000, queries: 1, zero_result_queries: 0, has_click: false, first_success_ms: null },
   ])
-  const app = await buildApp({ config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent' }), sql: db.sql, logger: false, now: () => new Date(now) })
+  const app = await buildApp({ config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }), sql: db.sql, logger: false, now: () => new Date(now) })
   t.teardown(() => app.close())
   const res = await app.inject({ method: 'GET', url: '/api/v1/telemetry/docs-search/metrics?window_minutes=60', headers: { 'x-api-key': 'k' } })
   t.match(res.json(), { total_queries: 3, zero_result_queries: 2, queries_with_click: 1, median_time_to_first_success_ms: 900 })

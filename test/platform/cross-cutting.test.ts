@@ -27,17 +27,21 @@ t.test('401 comes before 413 and 422: the body of an unauthenticated request is 
 t.test('the rate limit answers 429 with Retry-After and X-RateLimit-* before the key check', async (t) => {
   const api = await buildTestApp(t, { RATE_LIMIT_MAX: '3', RATE_LIMIT_WINDOW_MS: '60000' })
   const url = `/api/v1/user/${randomUUID()}/limited`
+  // No key at all: the address's window counts these, and the fourth is 429, not 401.
   const answers = []
-  for (let i = 0; i < 4; i++) answers.push(await api.get(url))
-  t.same(answers.map((r) => r.statusCode), [404, 404, 404, 429])
+  for (let i = 0; i < 4; i++) answers.push(await api.request({ method: 'GET', url, key: null }))
+  t.same(answers.map((r) => r.statusCode), [401, 401, 401, 429])
   t.same(answers.map((r) => r.headers['x-ratelimit-remaining']), ['2', '1', '0', '0'])
   const limited = answers[3]!
   t.same(limited.json(), { code: 'COMMON_429', key: 'SECURITY_RATE_LIMIT_EXCEEDED', message: 'Rate limit exceeded; retry after the number of seconds in Retry-After.', source: 'security' })
   t.equal(limited.headers['x-ratelimit-limit'], '3')
   t.ok(Number(limited.headers['retry-after']) > 0 && Number(limited.headers['retry-after']) <= 60)
   t.equal(limited.headers['x-ratelimit-reset'], limited.headers['retry-after'])
-  const otherKey = await api.request({ method: 'GET', url, key: 'test-key-2' })
-  t.equal(otherKey.statusCode, 404, 'each API key has its own window')
+  t.equal((await api.request({ method: 'GET', url, key: 'wrong' })).statusCode, 429, 'a made-up key counts against the address')
+  const keyed = []
+  for (let i = 0; i < 4; i++) keyed.push((await api.get(url)).statusCode)
+  t.same(keyed, [404, 404, 404, 429], 'a configured key has its own window')
+  t.equal((await api.request({ method: 'GET', url, key: 'test-key-2' })).statusCode, 404, 'each API key has its own window')
   t.equal((await api.request({ method: 'GET', url: '/live', key: null })).statusCode, 200, 'probes are not limited')
 })
 

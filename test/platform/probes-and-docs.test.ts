@@ -7,7 +7,7 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createClient } from '../../src/db/client.js'
 import { specPath } from '../../src/paths.js'
-import { buildTestApp, API_KEY } from '../helpers/app.js'
+import { buildTestApp, API_KEY, NO_LOAD_SHEDDING } from '../helpers/app.js'
 
 t.test('/live reports the deployment profile without touching dependencies', async (t) => {
   const api = await buildTestApp(t, { APP_ENV: 'qa' })
@@ -25,7 +25,7 @@ t.test('/ready checks the database and reports its latency', async (t) => {
 t.test('with the database unreachable: /ready 503, business routes 503 COMMON_503, /live 200', async (t) => {
   // Port 9 (discard) on loopback: nothing listens, connections are refused at once.
   const sql = createClient('postgres://postgres@127.0.0.1:9/none', { max: 2, connectTimeout: 2 })
-  const app = await buildApp({ config: loadConfig({ API_KEYS: API_KEY, LOG_LEVEL: 'silent' }), sql, logger: false })
+  const app = await buildApp({ config: loadConfig({ API_KEYS: API_KEY, LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }), sql, logger: false })
   t.teardown(async () => {
     await app.close()
     await sql.end({ timeout: 1 })

@@ -10,13 +10,14 @@ import { createClient } from '../../src/db/client.js'
 import { migrate } from '../../src/db/migrate.js'
 import { startPrivatePostgres } from '../helpers/private-postgres.js'
 import { freePort } from '../helpers/server-process.js'
+import { NO_LOAD_SHEDDING } from '../helpers/app.js'
 
 const port = await freePort()
 const pg = startPrivatePostgres(t, port)
 const sql = createClient(pg.url, { max: 4, connectTimeout: 2 })
 t.teardown(() => sql.end({ timeout: 1 }))
 await migrate(sql)
-const app = await buildApp({ config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent' }), sql, logger: false })
+const app = await buildApp({ config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }), sql, logger: false })
 t.teardown(() => app.close())
 const headers = { 'x-api-key': 'k' }
 const owner = { system_user_id: 'fault', system_uuid: randomUUID() }

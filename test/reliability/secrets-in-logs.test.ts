@@ -7,6 +7,7 @@ import { buildApp, loggerOptions } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createClient } from '../../src/db/client.js'
 import { createTestDatabase } from '../helpers/database.js'
+import { NO_LOAD_SHEDDING } from '../helpers/app.js'
 
 const SECRET = 'super-secret-key-0123456789'
 const lines: string[] = []
@@ -14,7 +15,7 @@ const sink = new Writable({ write(chunk, _enc, done) { lines.push(String(chunk))
 
 t.test('secrets are redacted from every log line', async (t) => {
   const db = await createTestDatabase(t)
-  const config = loadConfig({ API_KEYS: SECRET, LOG_LEVEL: 'trace' })
+  const config = loadConfig({ API_KEYS: SECRET, LOG_LEVEL: 'trace', ...NO_LOAD_SHEDDING })
   const logger = pino(loggerOptions(config) as never, sink)
   const app = await buildApp({ config, sql: db.sql, logger: logger as never })
   t.teardown(() => app.close())
@@ -31,7 +32,7 @@ t.test('secrets are redacted from every log line', async (t) => {
 t.test('an unexpected database error is logged without stack, SQL or parameters', async (t) => {
   lines.length = 0
   const db = await createTestDatabase(t)
-  const config = loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'info' })
+  const config = loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'info', ...NO_LOAD_SHEDDING })
   const app = await buildApp({ config, sql: db.sql, logger: pino(loggerOptions(config) as never, sink) as never })
   t.teardown(() => app.close())
   await db.sql`drop table conspectuses cascade`

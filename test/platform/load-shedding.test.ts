@@ -1,0 +1,73 @@
+// Overload: business routes shed with 503 + Retry-After, /live keeps answering, /ready turns
+// not_ready, and everything recovers once the event loop is on time again. /ready's database
+// check is shared by the probes of one second.
+import t from 'tap'
+import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import type { Sql } from '../../src/db/client.js'
+import { createTestDatabase } from '../helpers/database.js'
+
+t.test('an overloaded process sheds business requests, keeps /live, fails /ready, and recovers', async (t) => {
+  const db = await createTestDatabase(t)
+  const config = loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '50', LOAD_SHED_RETRY_AFTER_SECONDS: '3' })
+  const app = await buildApp({ config, sql: db.sql, logger: false })
+  t.teardown(() => app.close())
+  await app.ready()
+  await sleep(500) // past the start-up samples
+  const userUrl = `/api/v1/user/${randomUUID()}/nobody`
+  const get = (url: string) => app.inject({ method: 'GET', url, headers: { 'x-api-key': 'k' } })
+  t.equal((await get(userUrl)).statusCode, 404, 'idle: the route answers')
+
+  // Keep the event loop late: 200 ms of synchronous work, over and over, until told to stop.
+  let hogging = true
+  const hog = () => {
+    if (!hogging) return
+    const end = performance.now() + 200
+    while (performance.now() < end);
+    setImmediate(hog)
+  }
+  hog()
+  await sleep(400)
+  const shed = await get(userUrl)
+  const live = await get('/live')
+  const ready = await get('/ready')
+  hogging = false
+
+  t.equal(shed.statusCode, 503)
+  t.same(shed.json(), { code: 'COMMON_503', key: 'SERVICE_OVERLOADED', message: 'The service is overloaded; retry after the number of seconds in Retry-After.', source: 'internal' })
+  t.equal(shed.headers['retry-after'], '3')
+  t.ok(shed.headers['x-ratelimit-limit'], 'the rate limiter ran first')
+  t.equal(live.statusCode, 200, '/live keeps answering')
+  t.equal(ready.statusCode, 503, '/ready tells balancers to stop sending')
+  t.equal(ready.json().checks.load, 'overloaded')
+
+  let recovered = false
+  for (let i = 0; i < 40 && !recovered; i++) {
+    await sleep(50)
+    recovered = (await get(userUrl)).statusCode === 404
+  }
+  t.ok(recovered, 'answers again within 2 s of the loop being on time')
+  t.equal((await get('/ready')).statusCode, 200)
+})
+
+t.test('a flood of /ready probes is one database check per second', async (t) => {
+  const db = await createTestDatabase(t)
+  let checks = 0
+  // Counts the readiness query on its way to the real database.
+  const counting = new Proxy(db.sql, {
+    apply(target, thisArg, args: unknown[]) {
+      if (Array.isArray(args[0]) && (args[0] as string[]).join('?').trim() === 'select 1') checks++
+      return Reflect.apply(target, thisArg, args)
+    },
+  }) as Sql
+  const app = await buildApp({ config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' }), sql: counting, logger: false })
+  t.teardown(() => app.close())
+  const flood = await Promise.all(Array.from({ length: 200 }, () => app.inject({ method: 'GET', url: '/ready' })))
+  t.ok(flood.every((r) => r.statusCode === 200 && r.json().checks.database === 'ok'), 'every probe answered ready')
+  t.equal(checks, 1, 'one query served them all')
+  await sleep(1100)
+  t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200)
+  t.equal(checks, 2, 'a probe after the second checks again')
+})
