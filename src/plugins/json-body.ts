@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin'
+import { oversizeTopLevelArray } from '../validation/array-prescan.js'
 import { unacceptableNumber, unacceptableString } from '../validation/input-rules.js'
 
 // Arbitrarily deep documents do not survive recursive serializers, and the string and number
@@ -101,6 +102,10 @@ export default fp(
         text = utf8.decode(body as Buffer)
       } catch {
         return done(malformed('is not valid UTF-8'), undefined)
+      }
+      const oversize = oversizeTopLevelArray(request.method, request.routeOptions.url ?? '', text)
+      if (oversize) {
+        return done(Object.assign(new Error('body validation failed'), { statusCode: 422, validation: [oversize], validationContext: 'body' }), undefined)
       }
       parseJson(request, text, (err: Error | null, value?: unknown) => {
         if (err) return done(err, undefined)

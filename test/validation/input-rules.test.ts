@@ -7,6 +7,7 @@ import { isUtf8ContentType, nestedDeeperThan, unacceptableJsonText } from '../..
 import { echoable, toValidationItems, validationBody } from '../../src/validation/validation-errors.js'
 import { containerGuard } from '../../src/validation/container-guard.js'
 import { sizeLimitsOf } from '../../src/validation/json-size-limits.js'
+import { oversizeTopLevelArray } from '../../src/validation/array-prescan.js'
 
 t.test('date-times within years 1..9999 after the offset, real calendar days, no leap second', async (t) => {
   for (const ok of ['0001-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z', '9999-12-31T23:59:59+01:00', '2024-02-29T12:00:00-05:30', '2026-11-23T09:00:00.123456Z', '0001-01-01T00:30:00-01:00']) {
@@ -82,4 +83,14 @@ t.test('the container guard reports an oversize array alone, at any depth', asyn
   const unknown = containerGuard('UserCreateRequest')(Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, i])))
   t.equal(unknown?.length, 50)
   t.same(sizeLimitsOf('DocsSearchTelemetryBatchRequest').map((l) => l.path.join('.')), ['events.*.top_results', 'events.*.payload'])
+})
+
+t.test('a top-level array over its maxItems is found on the text, before parsing', async (t) => {
+  const batch = (body: unknown) => oversizeTopLevelArray('POST', '/api/v1/telemetry/docs-search/batch', typeof body === 'string' ? body : JSON.stringify(body))
+  t.match(batch({ events: new Array(501).fill({}) }), { keyword: 'maxItems', instancePath: '/events', params: { limit: 500 } })
+  t.equal(batch({ events: new Array(500).fill({ a: [1, 2], s: 'x,y' }) }), null, 'commas inside items and strings do not count')
+  t.equal(batch({ 'events"': new Array(600).fill(1), events: [] }), null, 'only the declared key counts')
+  t.equal(batch('{"events":[1,2,'), null, 'not JSON: left to the parser')
+  t.equal(oversizeTopLevelArray('POST', '/api/v1/user', '{"a":[1,2,3]}'), null, 'no caps on this body')
+  t.match(oversizeTopLevelArray('POST', '/api/v1/conspectuses', JSON.stringify({ bullets: new Array(51).fill('x') })), { instancePath: '/bullets' })
 })
