@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: bench-hostile bench-cpu bench-soak run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+.PHONY: key bench-hostile bench-cpu bench-soak run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
 
 NPM_STAMP := node_modules/.package-lock.json
 
@@ -38,6 +38,10 @@ typecheck: node_modules
 ## Type-check, Biome on the code, Redocly and Spectral on the contract.
 lint: node_modules
 	npm run lint
+
+## Makes a partner API key: ID=acme [SCOPES=a,b] [SYSTEMS=uuid,...] [RATE_MAX= RATE_WINDOW_MS=] [EXPIRES_AT=]; prints the secret once and its API_KEYS_FILE entry.
+key: node_modules
+	@npx tsx tools/make-key.ts
 
 ## Applies pending migrations to DATABASE_URL.
 migrate: node_modules

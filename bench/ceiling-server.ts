@@ -35,7 +35,7 @@ app.post<{ Body: { system_user_id: string; system_uuid: string; full_name: strin
 // sent as it is. No validation, no request hash. The floor for "a replay costs no more than a read".
 app.post<{ Body: Record<string, unknown> }>('/replay/api/v1/user', async (req, reply) => {
   const key = req.headers['idempotency-key'] as string
-  const [stored] = await sql`select status_code, response_body from idempotency_records where scope = '/api/v1/user' and idempotency_key = ${key} and expires_at > now() and status_code is not null`
+  const [stored] = await sql`select status_code, response_body from idempotency_records where key_id = '' and scope = '/api/v1/user' and idempotency_key = ${key} and expires_at > now() and status_code is not null`
   return reply.code(stored!.status_code).type('application/json').send(stored!.response_body)
 })
 

@@ -83,8 +83,8 @@ export async function createBenchDatabase(prefix: string, { vacuumStandIn = true
             select u.client_uuid, '{"topic":"t"}', 'paragraph', '{a,b}', 'A', now() - (i || ' minutes')::interval, now(), now()
             from users u, generate_series(11, 60) i where u.system_user_id = ${DUE_LIST_LEARNER}`
   // A day of earlier writes: the replay lookup runs on a table of realistic size from the start.
-  await sql`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-            select '/api/v1/user', 'earlier-' || i, md5(i::text), 201, '{}', now() + interval '12 hours'
+  await sql`insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
+            select 'earlier-partner', '/api/v1/user', 'earlier-' || i, md5(i::text), 201, '{}', now() + interval '12 hours'
             from generate_series(1, 100000) i`
   await sql`vacuum analyze`
   const autovacuum = vacuumStandIn ? await standInForAutovacuum(sql) : { stop: async () => {} }

@@ -250,7 +250,7 @@ export interface paths {
          *     Idempotency-Key: telemetry is at-least-once. Browsers on the origins in `CORS_ORIGINS`
          *     may call it cross-origin.
          *
-         *     Business errors: none beyond the common ones (401, 413, 415, 422, 429).
+         *     Business errors: none beyond the common ones (401, 403, 413, 415, 422, 429).
          */
         post: operations["ingestDocsSearchEvent"];
         delete?: never;
@@ -274,7 +274,7 @@ export interface paths {
          *     stored: one bad event rejects the batch with 422, and each item's `loc` names the
          *     event's index (for example `["body", "events", 3, "query_len"]`).
          *
-         *     Business errors: none beyond the common ones (401, 413, 415, 422, 429).
+         *     Business errors: none beyond the common ones (401, 403, 413, 415, 422, 429).
          */
         post: operations["ingestDocsSearchEventBatch"];
         delete?: never;
@@ -300,7 +300,7 @@ export interface paths {
          *     `time_to_success_ms > 0`; median and p75 are nearest-rank percentiles of those (null when
          *     there are none).
          *
-         *     Business errors: none beyond the common ones (401, 422, 429).
+         *     Business errors: none beyond the common ones (401, 403, 422, 429).
          */
         get: operations["getDocsSearchTelemetryMetrics"];
         put?: never;
@@ -1024,6 +1024,24 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /**
+         * @description The key is valid but may not make this request: the operation's scope is not among the
+         *     key's scopes (`SECURITY_SCOPE_MISSING`), or the request names a `system_uuid` outside the
+         *     key's systems (`SECURITY_SYSTEM_FORBIDDEN`, decided from the request alone, before any
+         *     lookup, so it says nothing about what exists).
+         */
+        Forbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description The addressed resource does not exist (for example `USER_404`). */
         NotFound: {
             headers: {
@@ -1237,6 +1255,8 @@ export interface components {
         Allow: string;
         /** @description `true` when this answer is the stored answer of an earlier request with the same Idempotency-Key. */
         "Idempotent-Replayed": "true";
+        /** @description On a replay (`Idempotent-Replayed: true`), the request's Idempotency-Key, echoed. */
+        "Idempotency-Key": string;
     };
     pathItems: never;
 }
@@ -1274,6 +1294,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1282,6 +1303,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1328,6 +1350,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
@@ -1374,6 +1397,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1382,6 +1406,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1431,6 +1456,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1439,6 +1465,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1483,6 +1510,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1491,6 +1519,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1546,6 +1575,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
@@ -1590,6 +1620,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1598,6 +1629,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1645,6 +1677,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1653,6 +1686,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1706,6 +1740,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
@@ -1756,6 +1791,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
@@ -1797,6 +1833,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1805,6 +1842,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
@@ -1851,6 +1889,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1895,6 +1934,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1938,6 +1978,7 @@ export interface operations {
             };
             400: components["responses"]["MalformedRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];

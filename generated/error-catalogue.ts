@@ -29,6 +29,20 @@ export const errorCatalogue = [
     "message": "A valid X-API-Key header is required."
   },
   {
+    "code": "COMMON_403",
+    "key": "SECURITY_SCOPE_MISSING",
+    "status": 403,
+    "source": "security",
+    "message": "This API key does not carry the scope this operation requires."
+  },
+  {
+    "code": "COMMON_403",
+    "key": "SECURITY_SYSTEM_FORBIDDEN",
+    "status": 403,
+    "source": "security",
+    "message": "This API key may not act on this system_uuid."
+  },
+  {
     "code": "COMMON_404",
     "key": "ROUTE_NOT_FOUND",
     "status": 404,

@@ -7,6 +7,9 @@ export interface OperationInfo {
   validationGroup: string | null
   idempotent: boolean
   public: boolean
+  scopes: readonly string[]
+  uuidPathParams: readonly string[]
+  systemUuidIn: readonly ('path' | 'query' | 'body')[]
   served: boolean
   responses: Record<string, string | null>
 }
@@ -20,11 +23,19 @@ export const operations = {
     "validationGroup": "user_create",
     "idempotent": true,
     "public": false,
+    "scopes": [
+      "users:write"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [
+      "body"
+    ],
     "served": true,
     "responses": {
       "201": null,
       "400": "BadRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "408": "RequestTimeout",
       "409": "Conflict",
       "413": "PayloadTooLarge",
@@ -44,11 +55,21 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": false,
+    "scopes": [
+      "users:read"
+    ],
+    "uuidPathParams": [
+      "system_uuid"
+    ],
+    "systemUuidIn": [
+      "path"
+    ],
     "served": true,
     "responses": {
       "200": null,
       "400": "MalformedRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "408": "RequestTimeout",
       "422": "ValidationFailed",
@@ -66,11 +87,22 @@ export const operations = {
     "validationGroup": "user_update",
     "idempotent": true,
     "public": false,
+    "scopes": [
+      "users:write"
+    ],
+    "uuidPathParams": [
+      "system_uuid"
+    ],
+    "systemUuidIn": [
+      "path",
+      "body"
+    ],
     "served": true,
     "responses": {
       "200": null,
       "400": "BadRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "408": "RequestTimeout",
       "409": "Conflict",
@@ -91,11 +123,22 @@ export const operations = {
     "validationGroup": "user_update",
     "idempotent": true,
     "public": false,
+    "scopes": [
+      "users:write"
+    ],
+    "uuidPathParams": [
+      "system_uuid"
+    ],
+    "systemUuidIn": [
+      "path",
+      "body"
+    ],
     "served": true,
     "responses": {
       "200": null,
       "400": "BadRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "408": "RequestTimeout",
       "409": "Conflict",
@@ -116,11 +159,19 @@ export const operations = {
     "validationGroup": "conspectus_create",
     "idempotent": true,
     "public": false,
+    "scopes": [
+      "study:write"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [
+      "body"
+    ],
     "served": true,
     "responses": {
       "201": null,
       "400": "BadRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "408": "RequestTimeout",
       "409": "Conflict",
@@ -141,11 +192,19 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": false,
+    "scopes": [
+      "study:read"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [
+      "query"
+    ],
     "served": true,
     "responses": {
       "200": null,
       "400": "MalformedRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "408": "RequestTimeout",
       "422": "ValidationFailed",
@@ -163,11 +222,21 @@ export const operations = {
     "validationGroup": "conspectus_patch",
     "idempotent": true,
     "public": false,
+    "scopes": [
+      "study:write"
+    ],
+    "uuidPathParams": [
+      "conspectus_uuid"
+    ],
+    "systemUuidIn": [
+      "body"
+    ],
     "served": true,
     "responses": {
       "200": null,
       "400": "BadRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "408": "RequestTimeout",
       "409": "Conflict",
@@ -188,11 +257,21 @@ export const operations = {
     "validationGroup": "conspectus_review",
     "idempotent": true,
     "public": false,
+    "scopes": [
+      "study:write"
+    ],
+    "uuidPathParams": [
+      "conspectus_uuid"
+    ],
+    "systemUuidIn": [
+      "body"
+    ],
     "served": true,
     "responses": {
       "200": null,
       "400": "BadRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "408": "RequestTimeout",
       "409": "Conflict",
@@ -213,11 +292,19 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": false,
+    "scopes": [
+      "study:read"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [
+      "query"
+    ],
     "served": true,
     "responses": {
       "200": null,
       "400": "MalformedRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "408": "RequestTimeout",
       "422": "ValidationFailed",
@@ -235,11 +322,19 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": false,
+    "scopes": [
+      "study:read"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [
+      "query"
+    ],
     "served": true,
     "responses": {
       "200": null,
       "400": "MalformedRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "408": "RequestTimeout",
       "422": "ValidationFailed",
@@ -257,11 +352,19 @@ export const operations = {
     "validationGroup": "errlog_create",
     "idempotent": true,
     "public": false,
+    "scopes": [
+      "study:write"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [
+      "body"
+    ],
     "served": true,
     "responses": {
       "201": null,
       "400": "BadRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "404": "NotFound",
       "408": "RequestTimeout",
       "409": "Conflict",
@@ -282,11 +385,17 @@ export const operations = {
     "validationGroup": "telemetry_event",
     "idempotent": false,
     "public": false,
+    "scopes": [
+      "telemetry:ingest"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
     "served": true,
     "responses": {
       "202": null,
       "400": "MalformedRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "408": "RequestTimeout",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
@@ -305,11 +414,17 @@ export const operations = {
     "validationGroup": "telemetry_batch",
     "idempotent": false,
     "public": false,
+    "scopes": [
+      "telemetry:ingest"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
     "served": true,
     "responses": {
       "202": null,
       "400": "MalformedRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "408": "RequestTimeout",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
@@ -328,11 +443,17 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": false,
+    "scopes": [
+      "telemetry:read"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
     "served": true,
     "responses": {
       "200": null,
       "400": "MalformedRequest",
       "401": "Unauthorized",
+      "403": "Forbidden",
       "408": "RequestTimeout",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
@@ -349,6 +470,9 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": true,
+    "scopes": [],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
     "served": true,
     "responses": {
       "200": null,
@@ -366,6 +490,9 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": true,
+    "scopes": [],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
     "served": true,
     "responses": {
       "200": null,
@@ -384,6 +511,9 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": true,
+    "scopes": [],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
     "served": false,
     "responses": {
       "200": null,
@@ -400,6 +530,9 @@ export const operations = {
     "validationGroup": null,
     "idempotent": false,
     "public": true,
+    "scopes": [],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
     "served": false,
     "responses": {
       "200": null,

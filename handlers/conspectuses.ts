@@ -3,17 +3,17 @@ import { appError } from '../src/errors.js'
 import type { ConspectusContent } from '../src/repositories/conspectuses.js'
 import { FIRST_SLOT, nextReviewAt, reviewMoves } from '../src/schedule/leitner.js'
 import { requireOwner } from './owner.js'
-import { answerIdempotently, type HandlerDeps, type ServiceHandlers } from './types.js'
+import type { HandlerDeps, ServiceHandlers } from './types.js'
 
 type ConspectusOperations = 'createConspectus' | 'listDueConspectuses' | 'patchConspectus' | 'reviewConspectus' | 'getScheduleSummary'
 
 const CONTENT_FIELDS = ['title', 'cue_sheet', 'dense_paragraph', 'bullets'] as const
 
-export function createConspectusHandlers({ db, idempotentWrite, now }: HandlerDeps): ServiceHandlers<ConspectusOperations> {
+export function createConspectusHandlers({ db, answerIdempotently, now }: HandlerDeps): ServiceHandlers<ConspectusOperations> {
   return {
     async createConspectus(request, reply) {
       const body = request.body
-      return answerIdempotently(idempotentWrite, request, reply, '/api/v1/conspectuses', async (repos) => {
+      return answerIdempotently(request, reply, async (repos) => {
         const owner = await requireOwner(repos, body)
         const at = now()
         const conspectus = await repos.conspectuses.create(owner.client_uuid, {
@@ -41,8 +41,7 @@ export function createConspectusHandlers({ db, idempotentWrite, now }: HandlerDe
       const content: ConspectusContent = {}
       for (const field of CONTENT_FIELDS) if (body[field] !== undefined) (content as Record<string, unknown>)[field] = body[field]
       if (Object.keys(content).length === 0) throw appError('CONSPECTUS_PATCH_BODY_EMPTY')
-      const scope = `PATCH /api/v1/conspectuses/${conspectus_uuid}`
-      return answerIdempotently(idempotentWrite, request, reply, scope, async (repos) => {
+      return answerIdempotently(request, reply, async (repos) => {
         const owner = await requireOwner(repos, body)
         const updated = await repos.conspectuses.updateContent(owner.client_uuid, conspectus_uuid, content, now())
         if (!updated) throw appError('CONSPECTUS_NOT_FOUND')
@@ -53,8 +52,7 @@ export function createConspectusHandlers({ db, idempotentWrite, now }: HandlerDe
     async reviewConspectus(request, reply) {
       const { conspectus_uuid } = request.params
       const body = request.body
-      const scope = `/api/v1/conspectuses/${conspectus_uuid}/actions/review`
-      return answerIdempotently(idempotentWrite, request, reply, scope, async (repos) => {
+      return answerIdempotently(request, reply, async (repos) => {
         const owner = await requireOwner(repos, body)
         const at = now()
         const reviewed = await repos.conspectuses.recordReview(owner.client_uuid, conspectus_uuid, reviewMoves(body.outcome, at, owner.timezone), at)

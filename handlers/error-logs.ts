@@ -3,13 +3,13 @@ import { appError } from '../src/errors.js'
 import { decodeCursor, encodeCursor } from '../src/pagination/cursor.js'
 import { invalidQueryParameter } from '../src/validation/request-validation-error.js'
 import { requireOwner } from './owner.js'
-import { answerIdempotently, type HandlerDeps, type ServiceHandlers } from './types.js'
+import type { HandlerDeps, ServiceHandlers } from './types.js'
 
-export function createErrorLogHandlers({ db, idempotentWrite }: HandlerDeps): ServiceHandlers<'createErrorLog' | 'listErrorLogs'> {
+export function createErrorLogHandlers({ db, answerIdempotently }: HandlerDeps): ServiceHandlers<'createErrorLog' | 'listErrorLogs'> {
   return {
     async createErrorLog(request, reply) {
       const body = request.body
-      return answerIdempotently(idempotentWrite, request, reply, '/api/v1/errors', async (repos) => {
+      return answerIdempotently(request, reply, async (repos) => {
         const owner = await requireOwner(repos, body)
         const conspectusUuid = body.conspectus_uuid ?? null
         if (conspectusUuid && !(await repos.conspectuses.exists(owner.client_uuid, conspectusUuid))) {

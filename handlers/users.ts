@@ -2,11 +2,9 @@
 import { appError } from '../src/errors.js'
 import { UserKeyConflict, type UserChanges, type UserKey } from '../src/repositories/users.js'
 import type { Repositories } from '../src/repositories/index.js'
-import { answerIdempotently, type HandlerDeps, type RequestBody, type ServiceHandlers } from './types.js'
+import type { HandlerDeps, RequestBody, ServiceHandlers } from './types.js'
 
 type UserOperations = 'createUser' | 'getUserBySystemUserId' | 'updateUserBySystemUserId' | 'patchUserBySystemUserId'
-
-const userPath = (key: UserKey) => `/api/v1/user/${key.system_uuid}/${key.system_user_id}`
 
 /** PUT replaces every mutable field; an omitted system_uuid is kept. */
 export function replacementChanges(body: RequestBody<'updateUserBySystemUserId'>): UserChanges {
@@ -44,11 +42,11 @@ async function applyChanges(repos: Repositories, key: UserKey, changes: UserChan
   }
 }
 
-export function createUserHandlers({ db, idempotentWrite }: HandlerDeps): ServiceHandlers<UserOperations> {
+export function createUserHandlers({ db, answerIdempotently }: HandlerDeps): ServiceHandlers<UserOperations> {
   return {
     async createUser(request, reply) {
       const body = request.body
-      return answerIdempotently(idempotentWrite, request, reply, '/api/v1/user', async (repos) => {
+      return answerIdempotently(request, reply, async (repos) => {
         const user = await repos.users.create({
           system_user_id: body.system_user_id,
           system_uuid: body.system_uuid,
@@ -72,7 +70,7 @@ export function createUserHandlers({ db, idempotentWrite }: HandlerDeps): Servic
     async updateUserBySystemUserId(request, reply) {
       const key = request.params
       const changes = replacementChanges(request.body)
-      return answerIdempotently(idempotentWrite, request, reply, userPath(key), (repos) =>
+      return answerIdempotently(request, reply, (repos) =>
         applyChanges(repos, key, changes),
       )
     },
@@ -81,7 +79,7 @@ export function createUserHandlers({ db, idempotentWrite }: HandlerDeps): Servic
       const key = request.params
       const changes = patchChanges(request.body)
       if (Object.keys(changes).length === 0) throw appError('USER_PATCH_BODY_EMPTY')
-      return answerIdempotently(idempotentWrite, request, reply, `PATCH ${userPath(key)}`, (repos) =>
+      return answerIdempotently(request, reply, (repos) =>
         applyChanges(repos, key, changes),
       )
     },

@@ -1,5 +1,7 @@
 // Reads and checks the environment once; a bad value stops the start with one clear line.
 import { getHeapStatistics } from 'node:v8'
+import { createApiKeyRegistry, DuplicateSecretError } from './auth/api-keys.js'
+import { type KeyFileEntry, KeyFileError, readKeyFile } from './auth/key-file.js'
 
 export type AppEnv = 'dev' | 'qa' | 'prod'
 
@@ -7,7 +9,10 @@ export interface Config {
   port: number
   host: string
   databaseUrl: string | null
+  /** Plain secrets from API_KEYS: full-access keys. */
   apiKeys: string[]
+  /** Entries of API_KEYS_FILE (ids, SHA-256 secrets, scopes, systems, rate limits, expiry). */
+  apiKeyEntries: KeyFileEntry[]
   appEnv: AppEnv
   rateLimitMax: number
   rateLimitWindowMs: number
@@ -63,8 +68,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`APP_ENV must be one of dev, qa, prod, got "${env.APP_ENV}"`)
   }
   const apiKeys = list(env.API_KEYS)
-  if (apiKeys.length === 0 && appEnv !== 'dev') {
-    throw new ConfigError(`API_KEYS is required when APP_ENV=${appEnv} (comma-separated list of keys)`)
+  let apiKeyEntries: KeyFileEntry[] = []
+  try {
+    if (env.API_KEYS_FILE) apiKeyEntries = readKeyFile(env.API_KEYS_FILE)
+    createApiKeyRegistry(apiKeys, apiKeyEntries)
+  } catch (err) {
+    if (err instanceof KeyFileError || err instanceof DuplicateSecretError) throw new ConfigError(err.message)
+    throw err
+  }
+  if (apiKeys.length === 0 && apiKeyEntries.length === 0 && appEnv !== 'dev') {
+    throw new ConfigError(`API_KEYS is required when APP_ENV=${appEnv} (comma-separated keys), or API_KEYS_FILE (a JSON file of key entries)`)
   }
   const logLevel = env.LOG_LEVEL || 'info'
   if (!LOG_LEVELS.includes(logLevel)) {
@@ -78,7 +91,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: env.HOST || '127.0.0.1',
     databaseUrl,
-    apiKeys: apiKeys.length > 0 ? apiKeys : [DEV_API_KEY],
+    // The development key only when no key is configured at all (APP_ENV=dev).
+    apiKeys: apiKeys.length > 0 || apiKeyEntries.length > 0 ? apiKeys : [DEV_API_KEY],
+    apiKeyEntries,
     appEnv,
     rateLimitMax: integer(env, 'RATE_LIMIT_MAX', 1000, 1, 10_000_000),
     rateLimitWindowMs: integer(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1, 86_400_000),

@@ -56,7 +56,20 @@ for (const [route, item] of Object.entries<any>(spec.paths)) {
     const op = item[method]
     if (!op) continue
     const bodyRef = op.requestBody?.content?.['application/json']?.schema?.$ref
-    const params = [...(item.parameters ?? []), ...(op.parameters ?? [])].map((p: any) => p.$ref?.split('/').pop() ?? p.name)
+    const paramDefs = [...(item.parameters ?? []), ...(op.parameters ?? [])]
+    const params = paramDefs.map((p: any) => p.$ref?.split('/').pop() ?? p.name)
+    const resolved = paramDefs.map((p: any) => (p.$ref ? spec.components.parameters[p.$ref.split('/').pop()] : p))
+    // The scopes of the operation's security requirement: the spec decides who may call what.
+    const security = op.security ?? spec.security ?? []
+    const isPublic = Array.isArray(op.security) && op.security.length === 0
+    for (const scheme of security.flatMap((req: Record<string, string[]>) => Object.keys(req))) {
+      if (!spec.components.securitySchemes?.[scheme]) throw new Error(`operation ${op.operationId} names an undeclared security scheme ${scheme}`)
+    }
+    const scopes = [...new Set(security.flatMap((req: Record<string, string[]>) => req.ApiKeyAuth ?? []))]
+    if (!isPublic && scopes.length === 0) {
+      throw new Error(`operation ${op.operationId} is protected but its security requirement names no scope`)
+    }
+    const bodyProps = bodyRef ? Object.keys(spec.components.schemas[refName(bodyRef)]?.properties ?? {}) : []
     operations[op.operationId] = {
       method: method.toUpperCase(),
       path: route,
@@ -64,7 +77,15 @@ for (const [route, item] of Object.entries<any>(spec.paths)) {
       bodySchema: bodyRef ? refName(bodyRef) : null,
       validationGroup: op['x-validation-group'] ?? null,
       idempotent: params.includes('IdempotencyKey'),
-      public: Array.isArray(op.security) && op.security.length === 0,
+      public: isPublic,
+      scopes,
+      // Path parameters that are UUIDs: canonical (lower-case) in idempotency scopes.
+      uuidPathParams: resolved.filter((p: any) => p.in === 'path' && p.schema?.format === 'uuid').map((p: any) => p.name),
+      // Where the request names a system_uuid (a key bound to systems may only name those).
+      systemUuidIn: [
+        ...resolved.filter((p: any) => p.name === 'system_uuid' && (p.in === 'path' || p.in === 'query')).map((p: any) => p.in),
+        ...(bodyProps.includes('system_uuid') ? ['body'] : []),
+      ],
       served: !op['x-no-fastify-config'],
       responses: Object.fromEntries(
         Object.entries<any>(op.responses).map(([status, r]) => [status, r.$ref ? r.$ref.split('/').pop() : null]),
@@ -75,7 +96,7 @@ for (const [route, item] of Object.entries<any>(spec.paths)) {
 await writeFile(
   path.join(out, 'operations.ts'),
   banner +
-    `export interface OperationInfo {\n  method: string\n  path: string\n  url: string\n  bodySchema: string | null\n  validationGroup: string | null\n  idempotent: boolean\n  public: boolean\n  served: boolean\n  responses: Record<string, string | null>\n}\n\n` +
+    `export interface OperationInfo {\n  method: string\n  path: string\n  url: string\n  bodySchema: string | null\n  validationGroup: string | null\n  idempotent: boolean\n  public: boolean\n  scopes: readonly string[]\n  uuidPathParams: readonly string[]\n  systemUuidIn: readonly ('path' | 'query' | 'body')[]\n  served: boolean\n  responses: Record<string, string | null>\n}\n\n` +
     `export const operations = ${JSON.stringify(operations, null, 2)} as const satisfies Record<string, OperationInfo>\n\n` +
     `export type OperationId = keyof typeof operations\n`,
 )

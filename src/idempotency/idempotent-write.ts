@@ -1,19 +1,16 @@
-// Exactly-once writes keyed by (scope, Idempotency-Key):
-// 1. a stored answer for the pair is replayed (same body hash) or refused with 409: one read;
-// 2. otherwise one transaction does the business write and inserts the answer, whose primary
-//    key (scope, key) lets only one transaction per pair commit. A concurrent request with the
-//    same pair waits on that key, fails it once the first commits, rolls back its own work and
-//    replays (or gets 409). Business errors roll back, so only successful answers are stored.
-// The transaction costs two round trips beyond the work's own statements' latency: BEGIN is
-// pipelined with the work's first statement, and COMMIT with the answer's INSERT (PostgreSQL
-// answers the COMMIT of a transaction whose INSERT failed with a rollback).
+// Exactly-once writes keyed by (key id, scope, Idempotency-Key):
+// 1. a stored answer for the triple is replayed (same body hash) or refused with 409: one read;
+// 2. otherwise one pipelined transaction (src/db/transaction.ts) does the business write and
+//    inserts the answer, whose primary key lets only one transaction per triple commit. A
+//    concurrent request with the same triple waits on that key, fails it once the first
+//    commits, rolls back its own work and replays (or gets 409). Business errors roll back,
+//    so only successful answers are stored.
 // The answer is stored as the JSON text the route's serializer made, and a replay sends that
 // text as it is: the same bytes, and no parse or serialization on the replay path.
 import { appError, AppError } from '../errors.js'
-import type { Database } from '../plugins/database.js'
+import { inPipelinedTransaction, type ReservingDatabase } from '../db/transaction.js'
 import type { Repositories } from '../repositories/index.js'
-import type { StoredAnswer } from '../repositories/idempotency.js'
-import { isValidIdempotencyKey } from './key.js'
+import { insertAnswer, type StoredAnswer } from '../repositories/idempotency.js'
 import { requestHash } from './request-hash.js'
 
 export interface WriteResult<T> {
@@ -28,9 +25,19 @@ export interface WriteOutcome {
 }
 /** The route's response serializer for a status. */
 export type SerializeAnswer = (status: number, body: unknown) => string
+
+/** Whose write it is and under which scope and key. */
+export interface WriteIdentity {
+  keyId: string
+  /** The caller may also replay records stored before records had a key id (API_KEYS keys). */
+  legacyRecords: boolean
+  scope: string
+  /** A valid Idempotency-Key (checked before). */
+  key: string
+}
+
 export type IdempotentWrite = <T>(
-  scope: string,
-  key: unknown,
+  who: WriteIdentity,
   body: unknown,
   serialize: SerializeAnswer,
   work: (repos: Repositories) => Promise<WriteResult<T>>,
@@ -41,78 +48,89 @@ const KEY_TAKEN = Symbol('key taken')
 const isKeyTaken = (err: unknown) =>
   (err as { code?: string }).code === '23505' && (err as { constraint_name?: string }).constraint_name === 'idempotency_records_pkey'
 
-export function createIdempotentWrite(db: Database, ttlHours: number): IdempotentWrite {
-  /** One transaction: the work, then the answer; KEY_TAKEN when another request stored the pair first. */
+/** How often the service looks again for records that predate key ids. */
+const LEGACY_CHECK_MS = 10_000
+
+/**
+ * Whether records from before key ids may still be live. Until a check has answered, and
+ * while any is live, API_KEYS keys look them up too; once they have all expired (at most a
+ * TTL after the upgrade) that second lookup value is dropped from the query. Checked again
+ * every 10 s in the background (a replica of the previous version may still write them
+ * during a rolling upgrade); a failed check keeps the last answer.
+ */
+function legacyRecordsTracker(db: { repos: Repositories }) {
+  let live = true
+  let nextCheck = 0
+  return {
+    mayExist(): boolean {
+      const now = Date.now()
+      if (now >= nextCheck) {
+        nextCheck = now + LEGACY_CHECK_MS
+        db.repos.idempotency.legacyRecordsLive().then((answer) => { live = answer }, () => {})
+      }
+      return live
+    },
+  }
+}
+
+export function createIdempotentWrite(db: ReservingDatabase & { repos: Repositories }, ttlHours: number): IdempotentWrite {
+  const legacy = legacyRecordsTracker(db)
+  /** One transaction: the work, then the answer; KEY_TAKEN when another request stored the triple first. */
   async function attempt<T>(
-    scope: string,
-    key: string,
+    who: WriteIdentity,
     hash: string,
     serialize: SerializeAnswer,
     work: (repos: Repositories) => Promise<WriteResult<T>>,
   ): Promise<WriteOutcome | typeof KEY_TAKEN> {
-    const connection = await db.reserve()
     try {
-      const begun = connection.sql`begin`.execute()
-      let answer: WriteOutcome
-      try {
-        const result = await work(connection.repos)
-        answer = { status: result.status, json: serialize(result.status, result.body), replayed: false }
-        await begun
-      } catch (err) {
-        await begun.catch(() => {})
-        await connection.sql`rollback`
-        throw err
-      }
-      const [recorded, committed] = await Promise.allSettled([
-        connection.repos.idempotency.record(scope, key, hash, answer.status, answer.json, ttlHours),
-        connection.sql`commit`.execute(),
-      ])
-      if (committed.status === 'rejected') throw committed.reason
-      if (recorded.status === 'rejected') {
-        if (isKeyTaken(recorded.reason)) return KEY_TAKEN
-        throw recorded.reason
-      }
-      return answer
-    } finally {
-      connection.release()
+      return await inPipelinedTransaction(
+        db,
+        async (repos) => {
+          const result = await work(repos)
+          return { status: result.status, json: serialize(result.status, result.body), replayed: false }
+        },
+        (sql, answer) => insertAnswer(sql, { keyId: who.keyId, scope: who.scope, key: who.key, hash, status: answer.status, body: answer.json, ttlHours }),
+      )
+    } catch (err) {
+      if (isKeyTaken(err)) return KEY_TAKEN
+      throw err
     }
   }
 
   return async function idempotentWrite<T>(
-    scope: string,
-    key: unknown,
+    who: WriteIdentity,
     body: unknown,
     serialize: SerializeAnswer,
     work: (repos: Repositories) => Promise<WriteResult<T>>,
   ): Promise<WriteOutcome> {
-    if (key === undefined) throw appError('IDEMPOTENCY_KEY_REQUIRED')
-    if (!isValidIdempotencyKey(key)) throw appError('IDEMPOTENCY_KEY_INVALID')
     const hash = requestHash(body)
     const replay = (stored: StoredAnswer): WriteOutcome => {
       if (stored.request_hash !== hash) throw appError('IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD')
       return { status: stored.status_code, json: stored.response_body, replayed: true }
     }
+    const withLegacy = who.legacyRecords && legacy.mayExist()
+    const findStored = () => db.repos.idempotency.find(who.keyId, who.scope, who.key, withLegacy)
 
-    const stored = await db.repos.idempotency.find(scope, key)
+    const stored = await findStored()
     if (stored) return replay(stored)
 
     for (let tries = 0; tries < 2; tries++) {
       let result: WriteOutcome | typeof KEY_TAKEN
       try {
-        result = await attempt(scope, key, hash, serialize, work)
+        result = await attempt(who, hash, serialize, work)
       } catch (err) {
         // A business error may come from waiting on a concurrent twin that has now committed
-        // (its user row, its slot move): the pair's answer, if there is one, is the answer.
+        // (its user row, its slot move): the triple's answer, if there is one, is the answer.
         if (!(err instanceof AppError)) throw err
-        const winner = await db.repos.idempotency.find(scope, key)
+        const winner = await findStored()
         if (winner) return replay(winner)
         throw err
       }
       if (result !== KEY_TAKEN) return result
-      const winner = await db.repos.idempotency.find(scope, key)
+      const winner = await findStored()
       if (winner) return replay(winner)
-      // The pair's record has expired but is not purged yet: take it over once.
-      await db.repos.idempotency.deleteExpired(scope, key)
+      // The triple's record has expired but is not purged yet: take it over once.
+      await db.repos.idempotency.deleteExpired(who.keyId, who.scope, who.key)
     }
     throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
   }

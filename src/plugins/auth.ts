@@ -1,27 +1,35 @@
 import fp from 'fastify-plugin'
-import { createApiKeyVerifier } from '../auth/api-keys.js'
+import { type ApiKeyIdentity, createApiKeyRegistry } from '../auth/api-keys.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Id of the API key the request carries (`key-1`, ...), or null; computed once. */
+    /** The identity of the request's API key (id, scopes, systems, rate limit), or null; computed once. */
+    readonly apiKey: ApiKeyIdentity | null
+    /** The id of the request's API key (never the secret), or null. */
     readonly apiKeyId: string | null
   }
 }
 
-const VERIFIED = Symbol('apiKeyId')
+const IDENTIFIED = Symbol('apiKey')
 
 /**
- * Who is calling: `request.apiKeyId` identifies the configured X-API-Key a request carries
- * (or null). Which operations require one, and when, is the request pipeline's decision.
+ * Who is calling: `request.apiKey` is the identity of the configured, unexpired X-API-Key a
+ * request carries (or null), from API_KEYS and API_KEYS_FILE. Which operations require one,
+ * which scope and which systems, and when, is the request pipeline's decision.
  */
 export default fp(
   async (fastify) => {
-    const verifier = createApiKeyVerifier(fastify.config.apiKeys)
+    const registry = createApiKeyRegistry(fastify.config.apiKeys, fastify.config.apiKeyEntries)
+    fastify.decorateRequest('apiKey', {
+      getter() {
+        const memo = this as unknown as Record<symbol, ApiKeyIdentity | null>
+        if (!(IDENTIFIED in memo)) memo[IDENTIFIED] = registry.identify(this.headers['x-api-key'])
+        return memo[IDENTIFIED]!
+      },
+    })
     fastify.decorateRequest('apiKeyId', {
       getter() {
-        const memo = this as unknown as Record<symbol, string | null>
-        if (!(VERIFIED in memo)) memo[VERIFIED] = verifier.identify(this.headers['x-api-key'])
-        return memo[VERIFIED]!
+        return this.apiKey?.id ?? null
       },
     })
   },

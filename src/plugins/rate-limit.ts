@@ -13,8 +13,9 @@ export default fp(
   async (fastify) => {
     await fastify.register(rateLimit, {
       global: false,
-      max: fastify.config.rateLimitMax,
-      timeWindow: fastify.config.rateLimitWindowMs,
+      // A key's own rate_limit (API_KEYS_FILE) replaces the default for that key.
+      max: (request) => request.apiKey?.rateLimit?.max ?? fastify.config.rateLimitMax,
+      timeWindow: (request) => request.apiKey?.rateLimit?.windowMs ?? fastify.config.rateLimitWindowMs,
       store: SlidingWindowStore as never,
       keyGenerator: (request) => request.apiKeyId ?? `ip:${request.ip}`,
       errorResponseBuilder: () => appError('SECURITY_RATE_LIMIT_EXCEEDED'),

@@ -8,7 +8,7 @@ export default fp(
     if (!log.isLevelEnabled?.('info')) return
     fastify.addHook('onResponse', async (request, reply) => {
       request.log.info(
-        { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
+        { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: reply.statusCode, key_id: request.apiKeyId, ms: Math.round(reply.elapsedTime * 10) / 10 },
         'request completed',
       )
     })

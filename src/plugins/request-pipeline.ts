@@ -2,6 +2,8 @@ import fp from 'fastify-plugin'
 import type { onRequestHookHandler, preHandlerHookHandler, RouteOptions } from 'fastify'
 import { operations, type OperationId, type OperationInfo } from '../../generated/operations.js'
 import { appError } from '../errors.js'
+import { requireScope } from '../auth/scope.js'
+import { checkSystems } from '../auth/systems.js'
 import { IDEMPOTENCY_KEY_HEADER, requireIdempotencyKey } from '../idempotency/key.js'
 import { createRouteValidatorCompiler } from '../validation/validator-compiler.js'
 
@@ -12,15 +14,17 @@ import { createRouteValidatorCompiler } from '../validation/validator-compiler.j
  *     1. rate limit            429 COMMON_429
  *     2. load shedding         503 COMMON_503   (after 1, so that the answer carries the limit headers)
  *     3. API key               401 COMMON_401
+ *     4. scope                 403 COMMON_403   the operation's scope, from its security requirement
  *   Fastify reads and parses the body
- *     4. body size             413 COMMON_413
- *     5. content type          415 COMMON_415
+ *     5. body size             413 COMMON_413
+ *     6. content type          415 COMMON_415
  *   Fastify validates with the operation's generated validators
- *     6. path, query, headers, body   422
+ *     7. path, query, headers, body   422
  *   preHandler
- *     7. Idempotency-Key       400 COMMON_400   operations that declare the header
+ *     8. systems               403 COMMON_403   operations whose request names a system_uuid
+ *     9. Idempotency-Key       400 COMMON_400   operations that declare the header
  *   handler (handlers/, through src/idempotency)
- *     8. replay or 409, then business rules
+ *    10. replay or 409, then business rules
  *
  * Which stages an operation gets comes from generated/operations.ts, i.e. from the spec:
  * its `security` requirement and its parameters. Routes that are not operations of the spec
@@ -45,7 +49,8 @@ export default fp(
     function stagesFor(op: OperationInfo): OperationStages {
       const onRequest: onRequestHookHandler[] = []
       const preHandler: preHandlerHookHandler[] = []
-      if (!op.public) onRequest.push(rateLimit, shedLoad, requireApiKey)
+      if (!op.public) onRequest.push(rateLimit, shedLoad, requireApiKey, requireScope(op.scopes))
+      if (!op.public && op.systemUuidIn.length > 0) preHandler.push(checkSystems(op.systemUuidIn))
       if (op.idempotent) preHandler.push(requireIdempotencyKey)
       return { onRequest, preHandler }
     }

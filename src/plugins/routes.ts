@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import openapiGlue from 'fastify-openapi-glue'
 import { createServiceHandlers } from '../../handlers/index.js'
-import { createIdempotentWrite } from '../idempotency/idempotent-write.js'
+import { createIdempotency } from '../idempotency/index.js'
 import { specPath } from '../paths.js'
 
 declare module 'fastify' {
@@ -18,7 +18,7 @@ export default fp<{ now?: () => Date }>(
     const serviceHandlers = createServiceHandlers({
       config: fastify.config,
       db: fastify.db,
-      idempotentWrite: createIdempotentWrite(fastify.db, fastify.config.idempotencyTtlHours),
+      answerIdempotently: createIdempotency(fastify.db, fastify.config.idempotencyTtlHours),
       isDraining: () => fastify.draining,
       isUnderPressure: () => fastify.overloaded(),
       now,

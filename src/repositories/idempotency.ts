@@ -1,5 +1,7 @@
-// SQL for stored idempotent answers (table idempotency_records).
-import type { Db } from '../db/client.js'
+// SQL for stored idempotent answers (table idempotency_records), keyed by
+// (key_id, scope, idempotency_key): every caller has its own keys.
+import type { Db, Sql } from '../db/client.js'
+import type { ClosingStatement } from '../db/transaction.js'
 
 export interface StoredAnswer {
   request_hash: string
@@ -8,32 +10,67 @@ export interface StoredAnswer {
   response_body: string
 }
 
+/**
+ * The key_id of records stored before records were scoped by caller (migration 0009). Every
+ * caller then held an API_KEYS key, so only API_KEYS keys may still replay them (until they
+ * expire); no key id is empty.
+ */
+export const LEGACY_RECORD_KEY_ID = ''
+
+export interface AnswerRecord {
+  keyId: string
+  scope: string
+  key: string
+  hash: string
+  status: number
+  body: string
+  ttlHours: number
+}
+
+/**
+ * The INSERT that stores an answer, not sent yet: inPipelinedTransaction sends it right before
+ * COMMIT. Fails with a primary-key violation when (key id, scope, key) is taken; an
+ * uncommitted holder is waited for.
+ */
+export function insertAnswer(sql: Sql, r: AnswerRecord): ClosingStatement {
+  return sql`
+    insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
+    values (${r.keyId}, ${r.scope}, ${r.key}, ${r.hash}, ${r.status}, ${r.body}, now() + make_interval(hours => ${r.ttlHours}))`
+}
+
 export function createIdempotencyRepository(db: Db) {
   return {
-    /** A finished, unexpired answer for (scope, key), if any. */
-    async find(scope: string, key: string): Promise<StoredAnswer | undefined> {
-      const [row] = await db<StoredAnswer[]>`
-        select request_hash, status_code, response_body
-        from idempotency_records
-        where scope = ${scope} and idempotency_key = ${key}
-          and expires_at > now() and status_code is not null`
+    /**
+     * A finished, unexpired answer for (key id, scope, key), if any. With `withLegacy`, a record
+     * stored before records had a key id counts too (the caller's own first).
+     */
+    async find(keyId: string, scope: string, key: string, withLegacy = false): Promise<StoredAnswer | undefined> {
+      const [row] = withLegacy
+        ? await db<StoredAnswer[]>`
+            select request_hash, status_code, response_body
+            from idempotency_records
+            where key_id in (${keyId}, ${LEGACY_RECORD_KEY_ID}) and scope = ${scope} and idempotency_key = ${key}
+              and expires_at > now() and status_code is not null
+            order by key_id desc
+            limit 1`
+        : await db<StoredAnswer[]>`
+            select request_hash, status_code, response_body
+            from idempotency_records
+            where key_id = ${keyId} and scope = ${scope} and idempotency_key = ${key}
+              and expires_at > now() and status_code is not null`
       return row
     },
 
-    /**
-     * Stores the answer for (scope, key). Sent at once rather than on first await, so that a
-     * statement queued after it on the same connection (the COMMIT) runs after it. Fails with a
-     * primary-key violation when the pair is taken; an uncommitted holder is waited for.
-     */
-    record(scope: string, key: string, hash: string, status: number, body: string, ttlHours: number): Promise<unknown> {
-      return db`
-        insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-        values (${scope}, ${key}, ${hash}, ${status}, ${body}, now() + make_interval(hours => ${ttlHours}))`.execute()
+    /** True while some unexpired record predates key ids (key_id ''). */
+    async legacyRecordsLive(): Promise<boolean> {
+      const [row] = await db<{ live: boolean }[]>`
+        select exists (select 1 from idempotency_records where key_id = ${LEGACY_RECORD_KEY_ID} and expires_at > now()) as live`
+      return row?.live ?? false
     },
 
-    /** Removes the pair's record if it has expired (the purge has not reached it yet). */
-    async deleteExpired(scope: string, key: string): Promise<void> {
-      await db`delete from idempotency_records where scope = ${scope} and idempotency_key = ${key} and expires_at <= now()`
+    /** Removes the caller's record for (scope, key) if it has expired (the purge has not reached it yet). */
+    async deleteExpired(keyId: string, scope: string, key: string): Promise<void> {
+      await db`delete from idempotency_records where key_id = ${keyId} and scope = ${scope} and idempotency_key = ${key} and expires_at <= now()`
     },
 
     /** Deletes up to `limit` expired records; returns how many went. */

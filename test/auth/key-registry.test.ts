@@ -1,0 +1,91 @@
+// API keys: API_KEYS secrets and API_KEYS_FILE entries, their ids, expiry and rotation, and
+// the one-line start-up errors for a malformed file.
+import t from 'tap'
+import { randomUUID } from 'node:crypto'
+import { createApiKeyRegistry, legacyKeyId } from '../../src/auth/api-keys.js'
+import { parseKeyFile } from '../../src/auth/key-file.js'
+import { ConfigError, DEV_API_KEY, loadConfig } from '../../src/config.js'
+import { makeKey } from '../../tools/make-key.js'
+import { sha256, writeKeyFile, writeRawKeyFile } from '../helpers/keys.js'
+
+const HASH = sha256('ssk_one')
+
+t.test('API_KEYS secrets are full-access keys named key- + 12 hex of their SHA-256', async (t) => {
+  const registry = createApiKeyRegistry(['alpha', 'beta'])
+  const alpha = registry.identify('alpha')!
+  t.equal(alpha.id, `key-${sha256('alpha').slice(0, 12)}`)
+  t.equal(alpha.id, legacyKeyId('alpha'))
+  t.same({ scopes: alpha.scopes, systems: alpha.systems, rateLimit: alpha.rateLimit, legacy: alpha.legacy }, { scopes: null, systems: null, rateLimit: null, legacy: true })
+  t.not(registry.identify('beta')!.id, alpha.id)
+  for (const wrong of ['alph', 'alpha ', '', undefined, 42, ['alpha']]) t.equal(registry.identify(wrong), null, `refused: ${JSON.stringify(wrong)}`)
+})
+
+t.test('file entries: scopes, systems (lower-cased), rate limit, expiry, rotation by shared id', async (t) => {
+  const A = randomUUID().toUpperCase()
+  const entries = parseKeyFile(
+    JSON.stringify([
+      { id: 'acme', secret_sha256: sha256('old'), scopes: ['users:read'], systems: [A], rate_limit: { max: 5, window_ms: 1000 }, expires_at: '2030-01-01T00:00:00Z' },
+      { id: 'acme', secret_sha256: sha256('new').toUpperCase(), scopes: ['users:read'], systems: [A.toLowerCase()], rate_limit: { max: 5, window_ms: 1000 } },
+    ]),
+  )
+  const registry = createApiKeyRegistry([], entries)
+  const old = registry.identify('old')!
+  t.equal(old.id, 'acme')
+  t.same([...old.scopes!], ['users:read'])
+  t.same([...old.systems!], [A.toLowerCase()])
+  t.same(old.rateLimit, { max: 5, windowMs: 1000 })
+  t.equal(registry.identify('new'), old, 'both secrets of a rotation are one identity')
+  t.equal(registry.identify('old', Date.parse('2030-01-01T00:00:00Z')), null, 'expired at expires_at')
+  t.equal(registry.identify('new', Date.parse('2031-01-01T00:00:00Z'))!.id, 'acme', 'the other secret keeps working')
+})
+
+t.test('a malformed file stops the start with one line naming the entry and the problem', async (t) => {
+  const ok = { id: 'acme', secret_sha256: HASH }
+  const cases: [unknown, RegExp][] = [
+    ['not json', /API_KEYS_FILE: not valid JSON/],
+    [{ id: 'x' }, /must be a JSON array/],
+    [[ok, 'x'], /entry 1: must be an object/],
+    [[{ secret_sha256: HASH }], /entry 0: "id" must be/],
+    [[{ id: 'key-0123456789ab', secret_sha256: HASH }], /entry 0 \(id "key-0123456789ab"\): "id" of the form key-<12 hex> is reserved/],
+    [[{ id: 'acme', secret_sha256: 'abc' }], /entry 0 \(id "acme"\): "secret_sha256" must be 64 hex/],
+    [[{ ...ok, scopes: ['users:delete'] }], /"scopes" has unknown scope "users:delete"/],
+    [[{ ...ok, scopes: [] }], /"scopes" must be a non-empty array/],
+    [[{ ...ok, systems: ['not-a-uuid'] }], /"systems" has "not-a-uuid", which is not a UUID/],
+    [[{ ...ok, rate_limit: { max: 0, window_ms: 1000 } }], /"rate_limit.max" must be an integer/],
+    [[{ ...ok, rate_limit: { max: 1 } }], /"rate_limit.window_ms" must be an integer/],
+    [[{ ...ok, expires_at: 'tomorrow' }], /"expires_at" must be an RFC 3339 date-time/],
+    [[{ ...ok, secret: 'plain' }], /unknown field "secret"/],
+    [[ok, { id: 'other', secret_sha256: HASH }], /entry 1 \(id "other"\): same secret_sha256 as entry 0/],
+    [[{ ...ok, scopes: ['users:read'] }, { id: 'acme', secret_sha256: sha256('b') }], /entry 1 \(id "acme"\): "scopes" differs from entry 0 with the same id/],
+    [[ok, { id: 'acme', secret_sha256: sha256('b'), systems: [randomUUID()] }], /entry 1 \(id "acme"\): "systems" differs/],
+    [[ok, { id: 'acme', secret_sha256: sha256('b'), rate_limit: { max: 1, window_ms: 1 } }], /entry 1 \(id "acme"\): "rate_limit" differs/],
+  ]
+  for (const [content, message] of cases) {
+    const file = await writeRawKeyFile(t, typeof content === 'string' ? content : JSON.stringify(content))
+    const error = t.throws(() => loadConfig({ API_KEYS_FILE: file }), { constructor: ConfigError, message }, String(message)) as Error
+    t.notMatch(error?.message ?? '', /\n/, 'one line')
+  }
+  t.throws(() => loadConfig({ API_KEYS_FILE: '/nonexistent/keys.json' }), { constructor: ConfigError, message: /API_KEYS_FILE: cannot read "\/nonexistent\/keys.json" \(ENOENT\)/ })
+  const both = await writeKeyFile(t, [{ id: 'acme', secret: 'shared' }])
+  t.throws(() => loadConfig({ API_KEYS: 'shared', API_KEYS_FILE: both }), { constructor: ConfigError, message: /configured twice/ })
+})
+
+t.test('API_KEYS_FILE alone is enough in qa and prod; no development key then', async (t) => {
+  const file = await writeKeyFile(t, [{ id: 'acme', secret: 'ssk_x' }])
+  for (const APP_ENV of ['qa', 'prod', 'dev']) {
+    const config = loadConfig({ APP_ENV, API_KEYS_FILE: file })
+    t.same(config.apiKeys, [], `${APP_ENV}: no plain keys`)
+    t.equal(config.apiKeyEntries.length, 1)
+  }
+  t.same(loadConfig({}).apiKeys, [DEV_API_KEY], 'dev with no key at all: the development key')
+})
+
+t.test('make key: a prefixed 32-byte secret and an entry that the service accepts', async (t) => {
+  const { secret, entry } = makeKey({ ID: 'acme', SCOPES: 'telemetry:ingest', RATE_MAX: '100', RATE_WINDOW_MS: '1000' })
+  t.match(secret, /^ssk_[A-Za-z0-9_-]{43}$/)
+  t.ok(Buffer.from(secret.slice(4), 'base64url').length >= 32)
+  t.same(entry, { id: 'acme', secret_sha256: sha256(secret), scopes: ['telemetry:ingest'], rate_limit: { max: 100, window_ms: 1000 } })
+  t.equal(createApiKeyRegistry([], parseKeyFile(JSON.stringify([entry]))).identify(secret)!.id, 'acme')
+  t.not(makeKey({ ID: 'acme' }).secret, secret, 'random')
+  t.throws(() => makeKey({ ID: 'acme', SCOPES: 'everything' }), /unknown scope/)
+})
