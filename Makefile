@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: key api-compat sdk-check smoke-node24 bench-scale bench-cpu bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+.PHONY: key api-compat sdk-check smoke-node24 bench-scale bench-hostile bench-cpu bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
 
 NPM_STAMP := node_modules/.package-lock.json
 
@@ -95,6 +95,10 @@ bench-soak: build
 ## 1, 2 and 3 replicas behind HAProxy (shared PostgreSQL and Redis), and GET user with the Redis vs in-memory rate-limit store (bench/scale.md). BENCH_DURATION, BENCH_RUNS, BENCH_CONNECTIONS.
 bench-scale: build
 	npx tsx bench/scale.ts
+
+## The HTTP edge under hostile load (built server): 1 MiB amplification, stalled uploads, an address flood, 4x overload.
+bench-hostile: build
+	npx tsx bench/hostile.ts
 
 clean:
 	rm -rf dist .tap coverage

@@ -211,7 +211,8 @@ export interface paths {
          * List logged mistakes, newest first
          * @description Keyset pagination on `(created_at, error_log_uuid)`: pass `next_cursor` of a page as
          *     `cursor` to get the next one; `next_cursor` is null on the last page. The cursor is
-         *     opaque; one that does not decode is 422 `COMMON_422`.
+         *     opaque; one that does not decode to a position this service could have issued is 422
+         *     `COMMON_422`.
          *
          *     Business errors: 404 `USER_404` when the owner does not exist.
          */
@@ -436,7 +437,10 @@ export interface components {
             loc: (string | number)[];
             /** @description The failed JSON Schema keyword (`required`, `maxLength`, `format`, ...) or `json_invalid`. */
             type: string;
-            /** @description The offending value (null when it was missing). */
+            /**
+             * @description The offending value: a scalar, a string cut to 256 characters, or a container whose
+             *     JSON is at most 256 bytes; null when it was missing or larger.
+             */
             input: unknown;
             /** @description The keyword's parameters, for example `{"limit": 255}`. */
             ctx: {
@@ -477,6 +481,7 @@ export interface components {
              * @example POST /api/v1/user
              */
             endpoint: string;
+            /** @description The first failures in document order; further failures are dropped. */
             errors: components["schemas"]["ValidationErrorItem"][];
         };
         /**
@@ -884,7 +889,7 @@ export interface components {
         DocsSearchTelemetryIngestRequest: {
             /** @description Event name, for example `search_query` or `search_result_click`. */
             event: string;
-            /** @description Client time in epoch milliseconds. */
+            /** @description Client time in epoch milliseconds, at most 9999-12-31T23:59:59.999Z. */
             emitted_at_ms: number;
             /** @description Omitted means the empty string. */
             page_path?: string;
@@ -912,11 +917,11 @@ export interface components {
             time_to_click_ms?: number;
             /** @description For example a mouse-click marker. Omitted means the empty string. */
             source?: string;
-            /** @description Free-form objects logged as impressions. */
+            /** @description Free-form objects logged as impressions; at most 50, at most 16 KiB as JSON. */
             top_results?: {
                 [key: string]: unknown;
             }[];
-            /** @description Free-form extension fields, kept in the raw payload. */
+            /** @description Free-form extension fields, kept in the raw payload; at most 16 KiB as JSON. */
             payload?: {
                 [key: string]: unknown;
             };
@@ -1099,7 +1104,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description A body was sent with a content type other than `application/json` (`COMMON_415`). */
+        /** @description A body was sent with a content type other than `application/json`, or with a `charset` other than `utf-8` (`COMMON_415`). */
         UnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1114,7 +1119,12 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The path, query, headers or body do not match the schema; one item per failing field. */
+        /**
+         * @description The path, query, headers or body do not match the schema; one item per failing field, at
+         *     most 50 items (the first failures in document order), at most 64 KiB in all. A body
+         *     that is not valid UTF-8 JSON, or holds NUL, a lone surrogate, a non-finite number or an
+         *     integer outside ±(2^53−1), is one `..._BODY_INVALID` item.
+         */
         ValidationFailed: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1247,7 +1257,11 @@ export interface components {
         SystemUserIdQuery: string;
         /** @description Owner's source system (UUID). */
         SystemUuidQuery: string;
-        /** @description The moment to evaluate "due" at (ISO 8601 with time zone); default now. */
+        /**
+         * @description The moment to evaluate "due" at (ISO 8601 with time zone); default now. After the offset
+         *     it must fall within 0001-01-01T00:00:00Z..9999-12-31T23:59:59.999Z; a leap second (`:60`)
+         *     is 422.
+         */
         AsOfQuery: string;
         /** @description The conspectus (UUID). */
         ConspectusUuidPath: string;
@@ -1584,7 +1598,11 @@ export interface operations {
                 system_user_id: components["parameters"]["SystemUserIdQuery"];
                 /** @description Owner's source system (UUID). */
                 system_uuid: components["parameters"]["SystemUuidQuery"];
-                /** @description The moment to evaluate "due" at (ISO 8601 with time zone); default now. */
+                /**
+                 * @description The moment to evaluate "due" at (ISO 8601 with time zone); default now. After the offset
+                 *     it must fall within 0001-01-01T00:00:00Z..9999-12-31T23:59:59.999Z; a leap second (`:60`)
+                 *     is 422.
+                 */
                 as_of?: components["parameters"]["AsOfQuery"];
                 /** @description Maximum number of conspectuses returned. */
                 limit?: number;
@@ -1753,7 +1771,11 @@ export interface operations {
                 system_user_id: components["parameters"]["SystemUserIdQuery"];
                 /** @description Owner's source system (UUID). */
                 system_uuid: components["parameters"]["SystemUuidQuery"];
-                /** @description The moment to evaluate "due" at (ISO 8601 with time zone); default now. */
+                /**
+                 * @description The moment to evaluate "due" at (ISO 8601 with time zone); default now. After the offset
+                 *     it must fall within 0001-01-01T00:00:00Z..9999-12-31T23:59:59.999Z; a leap second (`:60`)
+                 *     is 422.
+                 */
                 as_of?: components["parameters"]["AsOfQuery"];
             };
             header?: {

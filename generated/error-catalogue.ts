@@ -981,7 +981,7 @@ export const errorCatalogue = [
     "on": [
       "*"
     ],
-    "message": "emitted_at_ms must be an integer >= 0 (epoch milliseconds)."
+    "message": "emitted_at_ms must be an integer from 0 to 253402300799999 (epoch milliseconds)."
   },
   {
     "code": "TELEMETRY_005",
@@ -1191,7 +1191,7 @@ export const errorCatalogue = [
     "on": [
       "*"
     ],
-    "message": "top_results must be an array of objects."
+    "message": "top_results must be an array of at most 50 objects, at most 16 KiB as JSON."
   },
   {
     "code": "TELEMETRY_019",
@@ -1206,7 +1206,7 @@ export const errorCatalogue = [
     "on": [
       "*"
     ],
-    "message": "payload must be a JSON object."
+    "message": "payload must be a JSON object of at most 16 KiB."
   },
   {
     "code": "TELEMETRY_020",

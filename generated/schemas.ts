@@ -120,7 +120,7 @@ export const schemas = {
         "description": "The failed JSON Schema keyword (`required`, `maxLength`, `format`, ...) or `json_invalid`."
       },
       "input": {
-        "description": "The offending value (null when it was missing)."
+        "description": "The offending value: a scalar, a string cut to 256 characters, or a container whose\nJSON is at most 256 bytes; null when it was missing or larger.\n"
       },
       "ctx": {
         "type": "object",
@@ -153,6 +153,8 @@ export const schemas = {
       "errors": {
         "type": "array",
         "minItems": 1,
+        "maxItems": 50,
+        "description": "The first failures in document order; further failures are dropped.",
         "items": {
           "$ref": "https://study-service/schemas/ValidationErrorItem"
         }
@@ -1006,7 +1008,8 @@ export const schemas = {
       "emitted_at_ms": {
         "type": "integer",
         "minimum": 0,
-        "description": "Client time in epoch milliseconds."
+        "maximum": 253402300799999,
+        "description": "Client time in epoch milliseconds, at most 9999-12-31T23:59:59.999Z."
       },
       "page_path": {
         "type": "string",
@@ -1082,7 +1085,9 @@ export const schemas = {
       },
       "top_results": {
         "type": "array",
-        "description": "Free-form objects logged as impressions.",
+        "maxItems": 50,
+        "x-max-json-bytes": 16384,
+        "description": "Free-form objects logged as impressions; at most 50, at most 16 KiB as JSON.",
         "items": {
           "type": "object",
           "additionalProperties": true
@@ -1091,7 +1096,8 @@ export const schemas = {
       "payload": {
         "type": "object",
         "additionalProperties": true,
-        "description": "Free-form extension fields, kept in the raw payload."
+        "x-max-json-bytes": 16384,
+        "description": "Free-form extension fields, kept in the raw payload; at most 16 KiB as JSON."
       }
     },
     "examples": [

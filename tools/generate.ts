@@ -14,6 +14,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import standaloneCode from 'ajv/dist/standalone/index.js'
 import { isIanaTimeZone } from '../src/validation/time-zone.ts'
+import { isBoundedDateTime } from '../src/validation/date-time.ts'
 import { addProjectFormats } from '../src/validation/formats.ts'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -120,9 +121,9 @@ await writeFile(
 
 // 5. Standalone validators for every request body schema
 const bodySchemas = [...new Set(Object.values(operations).map((o: any) => o.bodySchema).filter(Boolean))] as string[]
-// The time-zone format is embedded as source so that validators.cjs needs no project import.
+// The time-zone and date-time formats are embedded as source so that validators.cjs needs no project import.
 const { _Code } = createRequire(import.meta.url)('ajv/dist/compile/codegen/code')
-const formatsCode = `({...require("ajv-formats/dist/formats").fullFormats, "iana-time-zone": {type: "string", validate: ${isIanaTimeZone.toString()}}})`
+const formatsCode = `({...require("ajv-formats/dist/formats").fullFormats, "iana-time-zone": {type: "string", validate: ${isIanaTimeZone.toString()}}, "date-time": {type: "string", validate: ${isBoundedDateTime.toString()}}})`
 const ajv = new Ajv2020({
   strict: true,
   allErrors: true,

@@ -4,7 +4,7 @@ import { AppError, appError, type ErrorKey } from '../errors.js'
 import { allowedMethods } from '../http/declared-methods.js'
 import { isDatabaseUnavailable } from '../db/unavailable.js'
 import { RequestValidationError } from '../validation/request-validation-error.js'
-import { malformedBodyItem, toValidationItems, type RequestPart } from '../validation/validation-errors.js'
+import { malformedBodyItem, toValidationItems, validationBody, type RequestPart } from '../validation/validation-errors.js'
 
 const RETRY_AFTER_SECONDS = '5'
 const MALFORMED_BODY = new Set(['FST_ERR_CTP_EMPTY_JSON_BODY', 'FST_ERR_CTP_INVALID_JSON_BODY', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH'])
@@ -36,11 +36,10 @@ function validationGroup(request: FastifyRequest): string | null {
 }
 
 function sendValidation(request: FastifyRequest, reply: FastifyReply, items: ReturnType<typeof toValidationItems>) {
-  const path = request.url.split('?')[0]
   // A 422 names one item per field; its first item stands for the answer in logs and metrics.
   const first = items[0]
   if (first) reply.answeredError = { code: first.code, key: first.key }
-  return reply.code(422).send({ error_type: 'validation_error', endpoint: `${request.method} ${path}`, errors: items })
+  return reply.code(422).send(validationBody(request.method, request.url.split('?')[0]!, items))
 }
 
 function sendError(reply: FastifyReply, err: AppError) {

@@ -1,45 +1,116 @@
 import fp from 'fastify-plugin'
+import { oversizeTopLevelArray } from '../validation/array-prescan.js'
+import { unacceptableNumber, unacceptableString } from '../validation/input-rules.js'
 
-// PostgreSQL stores neither U+0000 in text/jsonb nor arbitrarily deep documents survive
-// recursive serializers, so both are refused at parse time as a malformed body (422).
+// Arbitrarily deep documents do not survive recursive serializers, and the string and number
+// rules of input-rules.ts hold inside free-form JSON too; all are refused at parse time as a
+// malformed body (422 `..._BODY_INVALID`).
 const MAX_DEPTH = 64
 
 /** Why a parsed JSON value cannot be accepted, or null. Iterative: no recursion on input. */
 export function unacceptableJson(value: unknown): string | null {
-  const stack: [unknown, number][] = [[value, 1]]
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop()!
+  // Two parallel stacks, not [node, depth] pairs: a 1 MiB body holds ~350,000 nodes.
+  const nodes: unknown[] = [value]
+  const depths: number[] = [1]
+  while (nodes.length > 0) {
+    const node = nodes.pop()
+    const depth = depths.pop()!
     if (typeof node === 'string') {
-      if (node.includes('\u0000')) return 'contains a NUL character'
-      continue
-    }
-    if (node === null || typeof node !== 'object') continue
-    if (depth > MAX_DEPTH) return `is nested deeper than ${MAX_DEPTH} levels`
-    if (Array.isArray(node)) {
-      for (const item of node) stack.push([item, depth + 1])
-    } else {
-      for (const [key, item] of Object.entries(node)) {
-        if (key.includes('\u0000')) return 'contains a NUL character'
-        stack.push([item, depth + 1])
+      const problem = unacceptableString(node)
+      if (problem) return problem
+    } else if (typeof node === 'number') {
+      const problem = unacceptableNumber(node)
+      if (problem) return problem
+    } else if (node !== null && typeof node === 'object') {
+      if (depth > MAX_DEPTH) return `is nested deeper than ${MAX_DEPTH} levels`
+      if (Array.isArray(node)) {
+        for (let i = 0; i < node.length; i++) {
+          nodes.push(node[i])
+          depths.push(depth + 1)
+        }
+      } else {
+        for (const key in node) {
+          const problem = unacceptableString(key)
+          if (problem) return problem
+          nodes.push((node as Record<string, unknown>)[key])
+          depths.push(depth + 1)
+        }
       }
     }
   }
   return null
 }
 
-/** application/json with Fastify's prototype-poisoning protection plus the checks above. */
+/** Whether JSON text (already known to parse) nests deeper than `limit`; skips strings. */
+export function nestedDeeperThan(text: string, limit: number): boolean {
+  let depth = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x22) {
+      // Jump to the closing quote: one not preceded by an odd run of backslashes.
+      let end = text.indexOf('"', i + 1)
+      while (end > 0) {
+        let slashes = 0
+        while (text.charCodeAt(end - 1 - slashes) === 0x5c) slashes++
+        if (slashes % 2 === 0) break
+        end = text.indexOf('"', end + 1)
+      }
+      i = end
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > limit) return true
+    } else if (c === 0x7d || c === 0x5d) depth--
+  }
+  return false
+}
+
+// NUL and lone surrogates can only come from `\u` escapes (raw control characters are not JSON,
+// and the strict decoder refuses encoded surrogates); unsafe numbers need 16 digits or an
+// exponent. Text without either skips the walk over every parsed node.
+const MAY_HOLD_BAD_SCALARS = /\\u|[0-9][eE]|[0-9]{16}/
+
+/** The parse-time checks on a JSON body: depth on the text, then scalars when they may be bad. */
+export function unacceptableJsonText(text: string, value: unknown): string | null {
+  if (nestedDeeperThan(text, MAX_DEPTH)) return `is nested deeper than ${MAX_DEPTH} levels`
+  return MAY_HOLD_BAD_SCALARS.test(text) ? unacceptableJson(value) : null
+}
+
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)"?/i
+
+/** The declared charset is UTF-8 or absent (JSON is UTF-8 on the wire, RFC 8259). */
+export function isUtf8ContentType(contentType: string | undefined): boolean {
+  const charset = CHARSET.exec(contentType ?? '')?.[1]?.toLowerCase()
+  return charset === undefined || charset === 'utf-8' || charset === 'utf8'
+}
+
+const malformed = (why: string) => Object.assign(new Error(`JSON body ${why}`), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' })
+
+/**
+ * application/json with Fastify's prototype-poisoning protection, read as bytes and decoded
+ * strictly: invalid UTF-8 is refused instead of becoming U+FFFD, and another charset is 415.
+ */
 export default fp(
   async (fastify) => {
     const parseJson = fastify.getDefaultJsonParser('error', 'error')
+    const utf8 = new TextDecoder('utf-8', { fatal: true })
     fastify.removeContentTypeParser('application/json')
-    fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-      parseJson(request, body as string, (err: Error | null, value?: unknown) => {
+    fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+      if (!isUtf8ContentType(request.headers['content-type'])) {
+        return done(Object.assign(new Error('unsupported charset'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' }), undefined)
+      }
+      let text: string
+      try {
+        text = utf8.decode(body as Buffer)
+      } catch {
+        return done(malformed('is not valid UTF-8'), undefined)
+      }
+      const oversize = oversizeTopLevelArray(request.method, request.routeOptions.url ?? '', text)
+      if (oversize) {
+        return done(Object.assign(new Error('body validation failed'), { statusCode: 422, validation: [oversize], validationContext: 'body' }), undefined)
+      }
+      parseJson(request, text, (err: Error | null, value?: unknown) => {
         if (err) return done(err, undefined)
-        const problem = unacceptableJson(value)
-        if (problem) {
-          const refused = Object.assign(new Error(`JSON body ${problem}`), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' })
-          return done(refused, undefined)
-        }
+        const problem = unacceptableJsonText(text, value)
+        if (problem) return done(malformed(problem), undefined)
         done(null, value)
       })
     })

@@ -1,4 +1,5 @@
 import type { Ajv } from 'ajv'
+import { isBoundedDateTime } from './date-time.js'
 import { isIanaTimeZone } from './time-zone.js'
 
 // ajv-formats' uuid also accepts a `urn:uuid:` prefix, which PostgreSQL's uuid type rejects.
@@ -11,5 +12,6 @@ export const EXTENSION_KEYWORDS = ['x-max-json-bytes']
 export function addProjectFormats(ajv: Ajv): void {
   ajv.addFormat('uuid', strictUuid)
   ajv.addFormat('iana-time-zone', { type: 'string', validate: isIanaTimeZone })
+  ajv.addFormat('date-time', { type: 'string', validate: isBoundedDateTime })
   ajv.addVocabulary(EXTENSION_KEYWORDS)
 }

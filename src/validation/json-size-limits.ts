@@ -1,46 +1,59 @@
 // `x-max-json-bytes` on a body property caps its size as serialized JSON (UTF-8), a limit JSON
-// Schema cannot express. The check wraps the body validator, so an oversize field is a 422
-// like any other schema failure (and comes before the Idempotency-Key check).
+// Schema cannot express. The check runs after the schema validator passes, so an oversize field
+// is a 422 like any other schema failure (and comes before the Idempotency-Key check). Limits
+// are found at any depth, through arrays (`events[*].payload`).
 import type { ErrorObject } from 'ajv'
-import { schemas, schemaId } from '../../generated/schemas.js'
+import { bodySchemaNode, escapePointer, resolve, type SchemaNode } from './schema-nodes.js'
 
 type Validator = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null }
-type SchemaNode = { $ref?: string; properties?: Record<string, SchemaNode>; 'x-max-json-bytes'?: number }
+/** A property path from the body root; `*` stands for every item of an array. */
+export type SizeLimit = { path: string[]; limit: number }
 
-const byId = new Map<string, SchemaNode>(Object.keys(schemas).map((name) => [schemaId(name), (schemas as Record<string, SchemaNode>)[name]!]))
-const resolve = (node: SchemaNode): SchemaNode => (node.$ref ? (byId.get(node.$ref) ?? node) : node)
-
-/** Property -> byte limit for a body schema (top-level properties only). */
-export function sizeLimitsOf(schemaName: string): [string, number][] {
-  const schema = (schemas as Record<string, SchemaNode>)[schemaName]
-  return Object.entries(schema?.properties ?? {})
-    .map(([name, node]) => [name, resolve(node)['x-max-json-bytes']] as [string, number | undefined])
-    .filter((entry): entry is [string, number] => typeof entry[1] === 'number')
+/** Every `x-max-json-bytes` under a body schema, with its path. */
+export function sizeLimitsOf(schemaName: string): SizeLimit[] {
+  const limits: SizeLimit[] = []
+  const walk = (node: SchemaNode, path: string[], seen: Set<SchemaNode>) => {
+    const n = resolve(node)
+    if (seen.has(n)) return
+    const inner = new Set(seen).add(n)
+    if (typeof n['x-max-json-bytes'] === 'number' && path.length > 0) limits.push({ path, limit: n['x-max-json-bytes'] })
+    for (const [name, child] of Object.entries(n.properties ?? {})) walk(child, [...path, name], inner)
+    if (n.items) walk(n.items, [...path, '*'], inner)
+  }
+  walk(bodySchemaNode(schemaName), [], new Set())
+  return limits
 }
 
-export function withJsonSizeLimits(validate: Validator, limits: [string, number][]): Validator {
+function oversize(data: unknown, { path, limit }: SizeLimit): ErrorObject[] {
+  const errors: ErrorObject[] = []
+  const visit = (value: unknown, depth: number, pointer: string) => {
+    if (value === undefined) return
+    if (depth === path.length) {
+      const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8')
+      if (bytes > limit) {
+        errors.push({ instancePath: pointer, schemaPath: 'x-max-json-bytes', keyword: 'x-max-json-bytes', params: { limit, bytes }, message: `must be at most ${limit} bytes as JSON`, data: value })
+      }
+      return
+    }
+    const step = path[depth]!
+    if (step === '*') {
+      if (Array.isArray(value)) for (let i = 0; i < value.length; i++) visit(value[i], depth + 1, `${pointer}/${i}`)
+    } else if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      visit((value as Record<string, unknown>)[step], depth + 1, `${pointer}/${escapePointer(step)}`)
+    }
+  }
+  visit(data, 0, '')
+  return errors
+}
+
+export function withJsonSizeLimits(validate: Validator, limits: SizeLimit[]): Validator {
   if (limits.length === 0) return validate
   const wrapped: Validator = (data) => {
     if (!validate(data)) {
       wrapped.errors = validate.errors
       return false
     }
-    const body = data as Record<string, unknown>
-    const errors: ErrorObject[] = []
-    for (const [field, limit] of limits) {
-      if (body[field] === undefined) continue
-      const bytes = Buffer.byteLength(JSON.stringify(body[field]), 'utf8')
-      if (bytes > limit) {
-        errors.push({
-          instancePath: `/${field}`,
-          schemaPath: `#/properties/${field}/x-max-json-bytes`,
-          keyword: 'x-max-json-bytes',
-          params: { limit, bytes },
-          message: `must be at most ${limit} bytes as JSON`,
-          data: undefined,
-        })
-      }
-    }
+    const errors = limits.flatMap((limit) => oversize(data, limit))
     wrapped.errors = errors.length ? errors : null
     return errors.length === 0
   }

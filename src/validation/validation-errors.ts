@@ -38,19 +38,65 @@ function pick(group: string, field: string | null, keyword: string): CatalogueEn
   )
 }
 
+/** A 422 lists at most this many items: the first failures in document order. */
+export const MAX_VALIDATION_ITEMS = 50
+/** An echoed string is cut to this many characters; a container is echoed only up to this many bytes of JSON. */
+export const MAX_ECHO = 256
+/** The whole 422 body stays under this many bytes. */
+export const MAX_VALIDATION_BODY_BYTES = 64 * 1024
+
+/** A string cut to `max` characters, without leaving half a surrogate pair at the end. */
+function cut(s: string, max = MAX_ECHO): string {
+  if (s.length <= max) return s
+  const head = s.slice(0, max)
+  return /[\uD800-\uDBFF]$/.test(head) ? head.slice(0, -1) : head
+}
+
+/** Whether a value's JSON is at most `limit` bytes; walks at most about `limit` nodes. */
+function jsonWithin(value: unknown, limit: number): boolean {
+  let budget = limit
+  const stack: unknown[] = [value]
+  while (stack.length > 0) {
+    const node = stack.pop()
+    budget -= typeof node === 'string' ? node.length + 2 : 2
+    if (budget < 0) return false
+    if (Array.isArray(node)) stack.push(...node.slice(0, limit))
+    else if (node !== null && typeof node === 'object') {
+      for (const [k, v] of Object.entries(node)) {
+        budget -= k.length + 3
+        if (budget < 0) return false
+        stack.push(v)
+      }
+    }
+  }
+  return Buffer.byteLength(JSON.stringify(value), 'utf8') <= limit
+}
+
+/** What `details.input` may echo: scalars, strings cut short, small containers; else null. */
+export function echoable(value: unknown): unknown {
+  if (value === undefined || value === null) return null
+  if (typeof value === 'string') return cut(value)
+  if (typeof value !== 'object') return value
+  return jsonWithin(value, MAX_ECHO) ? value : null
+}
+
+const cutSegment = (s: string | number) => (typeof s === 'string' ? cut(s) : s)
+
 export function toValidationItems(part: RequestPart, errors: ErrorObject[], group: string | null): ValidationItem[] {
   const items: ValidationItem[] = []
   const seen = new Set<string>()
   for (const e of errors) {
-    const loc = segments(e.instancePath)
+    if (items.length >= MAX_VALIDATION_ITEMS) break
+    const loc = segments(e.instancePath).map(cutSegment)
     const extra =
       e.keyword === 'required'
         ? (e.params as { missingProperty: string }).missingProperty
         : e.keyword === 'additionalProperties'
           ? (e.params as { additionalProperty: string }).additionalProperty
           : undefined
-    if (extra !== undefined) loc.push(extra)
-    const locKey = JSON.stringify(loc)
+    if (extra !== undefined) loc.push(cut(extra))
+    // One item per failing field, keyed on the full path (the echoed loc may be cut).
+    const locKey = `${e.instancePath}\u0000${extra ?? ''}`
     if (seen.has(locKey)) continue
     seen.add(locKey)
 
@@ -66,10 +112,28 @@ export function toValidationItems(part: RequestPart, errors: ErrorObject[], grou
       message: entry ? entry.message : `${LOC_ROOT[part]} ${field ?? 'value'} ${e.message ?? 'is invalid'}`,
       field,
       source: 'validation',
-      details: { loc: [LOC_ROOT[part], ...loc], type: e.keyword, input: input ?? null, ctx: { ...e.params } },
+      details: { loc: [LOC_ROOT[part], ...loc], type: e.keyword, input: echoable(input), ctx: boundedContext(e.params) },
     })
   }
   return items
+}
+
+/** Keyword parameters, with any string (an unknown property's name) cut like an input. */
+function boundedContext(params: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(params).map(([k, v]) => [k, typeof v === 'string' ? cut(v) : v]))
+}
+
+/** The 422 body: as many of the items as fit in MAX_VALIDATION_BODY_BYTES (at least one). */
+export function validationBody(method: string, path: string, items: ValidationItem[]) {
+  const endpoint = `${method} ${cut(path, 2048)}`
+  let bytes = 128 + Buffer.byteLength(endpoint)
+  const kept: ValidationItem[] = []
+  for (const item of items.slice(0, MAX_VALIDATION_ITEMS)) {
+    bytes += Buffer.byteLength(JSON.stringify(item)) + 1
+    if (bytes > MAX_VALIDATION_BODY_BYTES && kept.length > 0) break
+    kept.push(item)
+  }
+  return { error_type: 'validation_error' as const, endpoint, errors: kept }
 }
 
 /** The single item for a body that is not JSON at all (or not parseable). */

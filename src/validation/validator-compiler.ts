@@ -5,18 +5,19 @@ import type { FastifySchemaCompiler } from 'fastify'
 import * as validators from '../../generated/validators.cjs'
 import { operations, type OperationId, type OperationInfo } from '../../generated/operations.js'
 import { addProjectFormats } from './formats.js'
-import { sizeLimitsOf, withJsonSizeLimits } from './json-size-limits.js'
+import { boundedBodyValidator } from './body-validator.js'
+import { withInputRules } from './parameter-rules.js'
 
 type Validator = ReturnType<FastifySchemaCompiler<unknown>>
 
-/** The generated body validator of an operation, with its JSON size limits; a miss is a start-up error. */
+/** The generated body validator of an operation, bounded (container guard, JSON size limits); a miss is a start-up error. */
 function bodyValidatorOf(operationId: OperationId): Validator {
   const schemaName = (operations as Record<string, OperationInfo>)[operationId]?.bodySchema
   const generated = schemaName ? (validators as unknown as Record<string, Validator | undefined>)[schemaName] : undefined
   if (!schemaName || !generated) {
     throw new Error(`operation ${operationId} has a request body but generated/validators.cjs has no validator for it: run make generate`)
   }
-  return withJsonSizeLimits(generated as never, sizeLimitsOf(schemaName)) as Validator
+  return boundedBodyValidator(schemaName, generated as never) as Validator
 }
 
 interface HeaderSchema {
@@ -47,6 +48,6 @@ export function createRouteValidatorCompiler(): (operationId: OperationId) => Fa
     ({ schema, httpPart }) => {
       if (httpPart === 'body') return bodyValidatorOf(operationId)
       const target = httpPart === 'headers' ? lowerCaseHeaderNames(schema as HeaderSchema) : schema
-      return paramsAjv.compile(target as object) as Validator
+      return withInputRules(paramsAjv.compile(target as object), target as object, httpPart as 'params' | 'querystring' | 'headers') as Validator
     }
 }

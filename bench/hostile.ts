@@ -1,0 +1,222 @@
+// `make bench-hostile`: the HTTP edge under hostile load, against the built server (dist/).
+// A benchmark, not a test: it prints a table and the targets; it fails nothing.
+//   1. amplification: one 1 MiB telemetry batch of `{}` items (answer time and bytes, /live meanwhile)
+//   2. stalled uploads: sockets that announce 1 MiB, send half and stall (peak RSS, time to close, RSS after)
+//   3. address flood: requests without a key from distinct 127.0.0.0/8 addresses (RSS, a key's window)
+//   4. overload: about 4x the measured capacity for a while (share of 503, p99 accepted, recovery)
+// BENCH_HOSTILE_PARTS (e.g. "1,3"), BENCH_STALLED (2000), BENCH_ADDRESSES (100000),
+// BENCH_OVERLOAD_SECONDS (30), BENCH_REQUEST_TIMEOUT_MS (the server's REQUEST_TIMEOUT_MS, 10000 here).
+import autocannon from 'autocannon'
+import { randomBytes } from 'node:crypto'
+import http from 'node:http'
+import net from 'node:net'
+import { readFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
+import postgres from 'postgres'
+import { migrate } from '../src/db/migrate.js'
+import { ADMIN_URL, databaseUrl } from '../test/helpers/database.js'
+import { freePort } from '../test/helpers/server-process.js'
+import { API_KEY, cpuTicks, startServer, stopServers } from './harness.js'
+
+const parts = new Set((process.env.BENCH_HOSTILE_PARTS ?? '1,2,3,4').split(','))
+const STALLED = Number(process.env.BENCH_STALLED ?? 2000)
+const ADDRESSES = Number(process.env.BENCH_ADDRESSES ?? 100_000)
+const OVERLOAD_SECONDS = Number(process.env.BENCH_OVERLOAD_SECONDS ?? 30)
+const REQUEST_TIMEOUT_MS = Number(process.env.BENCH_REQUEST_TIMEOUT_MS ?? 10_000)
+const KEY_WINDOW_MAX = 10_000_000
+
+const rows: [string, string, string][] = []
+const report = (measure: string, value: string, target = '') => {
+  rows.push([measure, value, target])
+  console.log(`${measure}: ${value}${target ? `   (target ${target})` : ''}`)
+}
+const mib = (bytes: number) => `${(bytes / 1048576).toFixed(0)} MiB`
+const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024
+const percentile = (xs: number[], p: number) => {
+  const sorted = [...xs].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN
+}
+
+// ---- A server on an empty database -------------------------------------------------------
+const dbName = `bench_hostile_${randomBytes(3).toString('hex')}`
+const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} })
+await admin.unsafe(`create database "${dbName}"`)
+const dbUrl = databaseUrl(dbName)
+const sql = postgres(dbUrl, { max: 1, onnotice: () => {} })
+await migrate(sql as never)
+await sql.end()
+const port = await freePort()
+const server = await startServer('service', ['dist/src/server.js'], port, {
+  DATABASE_URL: dbUrl,
+  API_KEYS: API_KEY,
+  RATE_LIMIT_MAX: String(KEY_WINDOW_MAX),
+  // An hour: the key's window must not slide during the bench, so any change in it is the flood's.
+  RATE_LIMIT_WINDOW_MS: '3600000',
+  REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+  LOG_LEVEL: 'warn',
+  SHUTDOWN_DRAIN_MS: '0',
+})
+const pid = server.process.pid!
+const base = server.base
+const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 4 })
+
+function get(path: string, headers: Record<string, string> = {}, agent: http.Agent = keepAlive): Promise<{ status: number; ms: number; headers: http.IncomingHttpHeaders }> {
+  const start = performance.now()
+  return new Promise((resolve, reject) => {
+    http
+      .get(`${base}${path}`, { agent, headers }, (res) => {
+        res.resume()
+        res.on('end', () => resolve({ status: res.statusCode!, ms: performance.now() - start, headers: res.headers }))
+      })
+      .on('error', reject)
+  })
+}
+
+/** Polls /live every 5 ms until `done` resolves; returns the latencies. */
+async function pollLive(done: Promise<unknown>): Promise<number[]> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  const latencies: number[] = []
+  let finished = false
+  done.finally(() => (finished = true))
+  while (!finished) {
+    latencies.push((await get('/live', {}, agent)).ms)
+    await sleep(5)
+  }
+  agent.destroy()
+  return latencies
+}
+
+// ---- 1. Amplification ---------------------------------------------------------------------------
+if (parts.has('1')) {
+  const body = Buffer.from(`{"events":[${new Array(349_000).fill('{}').join(',')}]}`)
+  await sleep(200)
+  const ticksBefore = cpuTicks(pid)
+  const start = performance.now()
+  const answer = new Promise<{ status: number; bytes: number; ms: number }>((resolve, reject) => {
+    const req = http.request(`${base}/api/v1/telemetry/docs-search/batch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': body.length, 'x-api-key': API_KEY },
+    }, (res) => {
+      let bytes = 0
+      res.on('data', (c: Buffer) => (bytes += c.length))
+      res.on('end', () => resolve({ status: res.statusCode!, bytes, ms: performance.now() - start }))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+  const live = await pollLive(answer)
+  const { status, bytes, ms } = await answer
+  report('amplification: 1 MiB batch of 349,000 {} answered', `${status} in ${ms.toFixed(0)} ms`, '< 100 ms')
+  // CPU time does not grow with other processes' load the way wall time does on a shared machine.
+  report('amplification: server CPU time for it (incl. /live probes)', `${(cpuTicks(pid) - ticksBefore) * 10} ms`)
+  report('amplification: answer size', `${bytes} bytes`, '<= 64 KiB')
+  report('amplification: /live during it (p99 / worst)', `${percentile(live, 99).toFixed(1)} / ${Math.max(...live).toFixed(1)} ms over ${live.length} probes`, 'p99 < 50 ms')
+}
+
+// ---- 2. Stalled uploads ---------------------------------------------------------------------------
+if (parts.has('2')) {
+  const before = rss(pid)
+  let peak = before
+  const sampler = setInterval(() => (peak = Math.max(peak, rss(pid))), 100)
+  const half = Buffer.alloc(512 * 1024, 0x20)
+  const start = performance.now()
+  let closedAt = 0
+  let open = 0
+  const sockets = Array.from({ length: STALLED }, () => {
+    const socket = net.connect(port, '127.0.0.1')
+    open++
+    socket.on('connect', () => {
+      socket.write(`POST /api/v1/telemetry/docs-search HTTP/1.1\r\nHost: x\r\nX-API-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n`)
+      socket.write(half)
+    })
+    socket.on('data', () => {})
+    socket.on('error', () => {})
+    return new Promise<void>((resolve) =>
+      socket.on('close', () => {
+        open--
+        closedAt = performance.now()
+        resolve()
+      }),
+    )
+  })
+  const limit = REQUEST_TIMEOUT_MS + 30_000
+  const all = await Promise.race([Promise.all(sockets).then(() => true), sleep(limit).then(() => false)])
+  clearInterval(sampler)
+  await sleep(2000)
+  report(`stalled uploads: ${STALLED} x 1 MiB (half sent), RSS start / peak`, `${mib(before)} / ${mib(peak)}`)
+  report(
+    'stalled uploads: all closed after',
+    all ? `${((closedAt - start) / 1000).toFixed(1)} s` : `not within ${limit / 1000} s (${open} still open)`,
+    `<= REQUEST_TIMEOUT_MS + 1 s = ${(REQUEST_TIMEOUT_MS + 1000) / 1000} s`,
+  )
+  report('stalled uploads: RSS 2 s after', `${mib(rss(pid))} (${(((rss(pid) - before) / before) * 100).toFixed(0)} % of start)`, 'within 10 % of start')
+}
+
+// ---- 3. Address flood ---------------------------------------------------------------------------
+if (parts.has('3')) {
+  const probe = async () => Number((await get('/api/v1/telemetry/docs-search/metrics', { 'x-api-key': API_KEY })).headers['x-ratelimit-remaining'])
+  const before = rss(pid)
+  const remainingBefore = await probe()
+  const statuses = new Map<number, number>()
+  let next = 0
+  const start = performance.now()
+  const worker = async () => {
+    while (next < ADDRESSES) {
+      const i = next++
+      // 127.0.0.0/8 only: 127.1.0.0 upwards, one address per request, loopback never leaves the host.
+      const localAddress = `127.${1 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`
+      const agent = new http.Agent({ keepAlive: false, localAddress })
+      try {
+        const { status } = await get('/api/v1/telemetry/docs-search/metrics', {}, agent)
+        statuses.set(status, (statuses.get(status) ?? 0) + 1)
+      } catch {
+        statuses.set(0, (statuses.get(0) ?? 0) + 1)
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: 64 }, worker))
+  const seconds = (performance.now() - start) / 1000
+  const remainingAfter = await probe()
+  report(`address flood: ${ADDRESSES} addresses without a key`, `${[...statuses].map(([s, n]) => `${s || 'error'}×${n}`).join(' ')} in ${seconds.toFixed(0)} s`)
+  report('address flood: RSS before / after', `${mib(before)} / ${mib(rss(pid))}`)
+  report('address flood: the key\'s window', `remaining ${remainingBefore} before, ${remainingAfter} after (one request between)`, 'intact: after = before - 1')
+}
+
+// ---- 4. Overload ------------------------------------------------------------------------------------
+if (parts.has('4')) {
+  const url = `${base}/api/v1/telemetry/docs-search/metrics`
+  const headers = { 'x-api-key': API_KEY }
+  const capacity = await autocannon({ url, headers, connections: 20, duration: 5 })
+  const rate = Math.round(capacity.requests.average * 4)
+  const accepted: number[] = []
+  const statuses = new Map<number, number>()
+  const run = autocannon({ url, headers, connections: 400, duration: OVERLOAD_SECONDS, overallRate: rate, timeout: 10 })
+  ;(run as unknown as { on(e: 'response', l: (c: unknown, status: number, bytes: number, ms: number) => void): void }).on('response', (_c, status, _b, ms) => {
+    statuses.set(status, (statuses.get(status) ?? 0) + 1)
+    if (status !== 503) accepted.push(ms)
+  })
+  const result = await run
+  const end = performance.now()
+  let recoveredAt = 0
+  for (let ok = 0; ok < 5 && performance.now() - end < 30_000; ) {
+    const { status } = await get('/api/v1/telemetry/docs-search/metrics', headers)
+    ok = status === 200 ? ok + 1 : 0
+    if (ok === 1) recoveredAt = performance.now()
+    await sleep(20)
+  }
+  const total = [...statuses.values()].reduce((a, b) => a + b, 0)
+  const shed = statuses.get(503) ?? 0
+  const other5xx = [...statuses].filter(([s]) => s >= 500 && s !== 503).reduce((a, [, n]) => a + n, 0)
+  report('overload: measured capacity', `${capacity.requests.average.toFixed(0)} req/s; offered ${rate} req/s for ${OVERLOAD_SECONDS} s`)
+  report('overload: answered 503', `${((shed / Math.max(total, 1)) * 100).toFixed(1)} % of ${total} (errors/timeouts ${result.errors})`)
+  report('overload: 5xx other than 503', String(other5xx), '0')
+  report('overload: p99 of accepted', `${percentile(accepted, 99).toFixed(0)} ms`, '<= 1000 ms')
+  report('overload: recovered after', recoveredAt ? `${((recoveredAt - end) / 1000).toFixed(2)} s` : 'not within 30 s', '< 2 s')
+}
+
+keepAlive.destroy()
+await stopServers()
+await admin.unsafe(`drop database if exists "${dbName}" with (force)`)
+await admin.end()
+
+console.log(`\n| measure | value | target |\n|---|---|---|\n${rows.map((r) => `| ${r.join(' | ')} |`).join('\n')}`)
