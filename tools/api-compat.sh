@@ -7,5 +7,10 @@ cd "$(dirname "$0")/.."
 revision="${1:-spec/openapi.yaml}"
 released="$(ls spec/released/openapi-*.yaml | sort -V | tail -1)"
 echo "api-compat: ${released} -> ${revision}"
-exec node_modules/.bin/redocly diff "$released" "$revision" --config spec/released/redocly-diff.yaml \
+# Both sides with inherited security spelled out on each operation (tools/inherit-security.mjs).
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+node tools/inherit-security.mjs "$released" "$work/released.yaml"
+node tools/inherit-security.mjs "$revision" "$work/revision.yaml"
+node_modules/.bin/redocly diff "$work/released.yaml" "$work/revision.yaml" --config spec/released/redocly-diff.yaml \
   --fail-on=none --check-version --format=markdown

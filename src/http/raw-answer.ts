@@ -5,6 +5,8 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import { catalogueEntry, type ErrorKey } from '../errors.js'
 
+const CLOSE_GRACE_MS = 500
+
 export function rawErrorAnswer(key: ErrorKey): string {
   const entry = catalogueEntry(key)
   const body = JSON.stringify({ code: entry.code, key: entry.key, message: entry.message, source: entry.source })
@@ -25,5 +27,7 @@ export function rawErrorAnswer(key: ErrorKey): string {
 export function answerAndClose(socket: Socket, key: ErrorKey): void {
   const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage
   if (socket.writable && !inFlight?.headersSent) socket.end(rawErrorAnswer(key))
-  socket.destroySoon()
+  // A peer that reads nothing would keep the write, and the socket, pending: it gets a moment
+  // to read the answer, then the socket goes regardless.
+  setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref()
 }
