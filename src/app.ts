@@ -64,7 +64,7 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
     return503OnClosing: false,
     // On close, idle keep-alive connections are closed at once; busy ones finish their request.
     forceCloseConnections: 'idle',
-    // The contract declares no HEAD operations; answer them 404 like any undeclared route.
+    // The contract declares no HEAD operations: HEAD is an undeclared method (405 with Allow).
     exposeHeadRoutes: false,
   }) as unknown as FastifyInstance
   // JSON only: any other content type answers 415.
