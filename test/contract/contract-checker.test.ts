@@ -3,7 +3,14 @@ import t from 'tap'
 import { contractProblems } from '../helpers/contract.js'
 import { buildTestApp } from '../helpers/app.js'
 
-const ok = { 'x-request-id': 'r', 'x-ratelimit-limit': '1', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '1' }
+const ok = {
+  'x-request-id': 'r',
+  'x-ratelimit-limit': '1',
+  'x-ratelimit-remaining': '0',
+  'x-ratelimit-reset': '1',
+  'ratelimit-policy': '"default";q=1;w=60',
+  ratelimit: '"default";r=0;t=1',
+}
 const envelope = JSON.stringify({ code: 'USER_404', key: 'USER_NOT_FOUND', message: 'm', source: 'business' })
 const url = '/api/v1/user/3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10/u'
 
