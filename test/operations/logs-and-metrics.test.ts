@@ -15,6 +15,7 @@ import { projectRoot } from '../../src/paths.js'
 import { createClient } from '../../src/db/client.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { freePort } from '../helpers/server-process.js'
+import { hogEventLoop } from '../helpers/event-loop-hog.js'
 
 const KEY = 'ops-key-1'
 const OTHER_KEY = 'ops-key-2'
@@ -127,18 +128,11 @@ t.test('load shedding is counted by route; /ready turning not_ready is not', asy
   await sleep(500) // past the start-up samples
   const get = (url: string) => app.inject({ method: 'GET', url, headers: { 'x-api-key': KEY } })
   // Keep the event loop late (200 ms of synchronous work at a time) until the shed is seen.
-  let hogging = true
-  const hog = () => {
-    if (!hogging) return
-    const end = performance.now() + 200
-    while (performance.now() < end);
-    setImmediate(hog)
-  }
-  hog()
+  const stopHogging = hogEventLoop()
   await sleep(400)
   const shed = await get(`/api/v1/user/${randomUUID()}/nobody`)
   const ready = await get('/ready')
-  hogging = false
+  stopHogging()
   t.equal(shed.statusCode, 503)
   t.equal(ready.statusCode, 503)
   const text = (await app.inject({ method: 'GET', url: '/metrics' })).body

@@ -8,6 +8,7 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import type { Sql } from '../../src/db/client.js'
 import { createTestDatabase } from '../helpers/database.js'
+import { hogEventLoop } from '../helpers/event-loop-hog.js'
 
 t.test('an overloaded process sheds business requests, keeps /live, fails /ready, and recovers', async (t) => {
   const db = await createTestDatabase(t)
@@ -20,20 +21,13 @@ t.test('an overloaded process sheds business requests, keeps /live, fails /ready
   const get = (url: string) => app.inject({ method: 'GET', url, headers: { 'x-api-key': 'k' } })
   t.equal((await get(userUrl)).statusCode, 404, 'idle: the route answers')
 
-  // Keep the event loop late: 200 ms of synchronous work, over and over, until told to stop.
-  let hogging = true
-  const hog = () => {
-    if (!hogging) return
-    const end = performance.now() + 200
-    while (performance.now() < end);
-    setImmediate(hog)
-  }
-  hog()
+  // Keep the event loop late (200 ms of synchronous work at a time) until the shed is seen.
+  const stopHogging = hogEventLoop()
   await sleep(400)
   const shed = await get(userUrl)
   const live = await get('/live')
   const ready = await get('/ready')
-  hogging = false
+  stopHogging()
 
   t.equal(shed.statusCode, 503)
   t.same(shed.json(), { code: 'COMMON_503', key: 'SERVICE_OVERLOADED', message: 'The service is overloaded; retry after the number of seconds in Retry-After.', source: 'internal' })

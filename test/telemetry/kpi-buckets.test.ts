@@ -5,6 +5,7 @@ import t from 'tap'
 import fc from 'fast-check'
 import { buildTestApp } from '../helpers/app.js'
 import { manualClock } from '../helpers/fixtures.js'
+import { REFERENCE_KPIS } from '../helpers/reference-kpis.js'
 
 // Off the hour, so that every window has two partial hours at its edges.
 const NOW = Date.parse('2026-11-22T12:17:31.250Z')
@@ -13,25 +14,6 @@ const api = await buildTestApp(t, {}, { now: clock.now })
 const { sql } = api.db
 const min = 60_000
 const hour = 60 * min
-
-// The KPI definitions over the raw events, with no rollup (as in metrics.test.ts).
-const REFERENCE_KPIS = `
-  with per_query as (
-    select query_id,
-           count(*) filter (where event = 'search_query') as queries,
-           count(*) filter (where event = 'search_query' and results_count = 0) as zero_results,
-           bool_or(event = 'search_result_click') as has_click,
-           min(time_to_success_ms) filter (where time_to_success_ms > 0) as first_success_ms
-    from docs_search_events
-    where emitted_at_ms > $1 and emitted_at_ms <= $2
-    group by query_id
-  )
-  select coalesce(sum(queries), 0)::int as total_queries,
-         coalesce(sum(zero_results), 0)::int as zero_result_queries,
-         (count(*) filter (where query_id <> '' and queries > 0 and has_click))::int as queries_with_click,
-         percentile_disc(0.5) within group (order by first_success_ms) filter (where query_id <> '') as median_time_to_first_success_ms,
-         percentile_disc(0.75) within group (order by first_success_ms) filter (where query_id <> '') as p75_time_to_first_success_ms
-  from per_query`
 
 // Times over the last 7 hours and a little after NOW, clustered at hour starts, window edges
 // and NOW; success times over many 250 ms bands, the last band (120 s and more) included.

@@ -4,6 +4,7 @@ import t from 'tap'
 import fc from 'fast-check'
 import { buildTestApp } from '../helpers/app.js'
 import { manualClock } from '../helpers/fixtures.js'
+import { REFERENCE_KPIS } from '../helpers/reference-kpis.js'
 
 const clock = manualClock('2026-11-22T12:00:00Z')
 const api = await buildTestApp(t, {}, { now: clock.now })
@@ -76,26 +77,6 @@ t.test('window_minutes is 1..10080', async (t) => {
     t.equal(res.json().errors[0].code, 'COMMON_422')
   }
 })
-
-// The KPI definitions written directly over the raw events, with no rollup: the
-// reference the service's answer must equal.
-const REFERENCE_KPIS = `
-  with per_query as (
-    select query_id,
-           count(*) filter (where event = 'search_query') as queries,
-           count(*) filter (where event = 'search_query' and results_count = 0) as zero_results,
-           bool_or(event = 'search_result_click') as has_click,
-           min(time_to_success_ms) filter (where time_to_success_ms > 0) as first_success_ms
-    from docs_search_events
-    where emitted_at_ms > $1 and emitted_at_ms <= $2
-    group by query_id
-  )
-  select coalesce(sum(queries), 0)::int as total_queries,
-         coalesce(sum(zero_results), 0)::int as zero_result_queries,
-         (count(*) filter (where query_id <> '' and queries > 0 and has_click))::int as queries_with_click,
-         percentile_disc(0.5) within group (order by first_success_ms) filter (where query_id <> '') as median_time_to_first_success_ms,
-         percentile_disc(0.75) within group (order by first_success_ms) filter (where query_id <> '') as p75_time_to_first_success_ms
-  from per_query`
 
 t.test('for any events, in any batches, every window answers as the definitions over the raw events', async (t) => {
   const SEED = Number(process.env.FC_SEED ?? 20261123)
