@@ -7,7 +7,7 @@ import type { Repositories } from '../repositories/index.js'
 import type { ReservingDatabase } from '../db/transaction.js'
 import { appError } from '../errors.js'
 import { createIdempotentWrite, type WriteResult } from './idempotent-write.js'
-import { isValidIdempotencyKey } from './key.js'
+import { idempotencyKeyError } from './key.js'
 import { idempotencyScope } from './scope.js'
 
 export type { WriteResult }
@@ -28,10 +28,11 @@ export function createIdempotency(db: ReservingDatabase & { repos: Repositories 
   const idempotentWrite = createIdempotentWrite(db, ttlHours)
   return async function answerIdempotently(request, reply, work) {
     const apiKey = request.apiKey
-    const key = request.headers['idempotency-key']
     // Both were checked before the handler; this guards a route wired without those checks.
     if (!apiKey) throw appError('SECURITY_AUTH_REQUIRED')
-    if (!isValidIdempotencyKey(key)) throw appError(key === undefined ? 'IDEMPOTENCY_KEY_REQUIRED' : 'IDEMPOTENCY_KEY_INVALID')
+    const keyError = idempotencyKeyError(request.headers['idempotency-key'])
+    if (keyError) throw keyError
+    const key = request.headers['idempotency-key'] as string
     const operationId = (request.routeOptions.schema as { operationId: string }).operationId
     const who = {
       keyId: apiKey.id,

@@ -1,5 +1,5 @@
 import type { preHandlerHookHandler } from 'fastify'
-import { appError } from '../errors.js'
+import { appError, type AppError } from '../errors.js'
 
 /** The Idempotency-Key format of the contract: 1..128 printable ASCII characters. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[ -~]{1,128}$/
@@ -15,7 +15,11 @@ export const isValidIdempotencyKey = (value: unknown): value is string =>
  * would answer 422 before those checks.
  */
 export const requireIdempotencyKey: preHandlerHookHandler = (request, _reply, done) => {
-  const key = request.headers[IDEMPOTENCY_KEY_HEADER]
-  if (key === undefined) return done(appError('IDEMPOTENCY_KEY_REQUIRED'))
-  done(isValidIdempotencyKey(key) ? undefined : appError('IDEMPOTENCY_KEY_INVALID'))
+  done(idempotencyKeyError(request.headers[IDEMPOTENCY_KEY_HEADER]))
+}
+
+/** The 400 for a missing or malformed Idempotency-Key header value, or undefined when it is valid. */
+export function idempotencyKeyError(value: unknown): AppError | undefined {
+  if (isValidIdempotencyKey(value)) return undefined
+  return appError(value === undefined ? 'IDEMPOTENCY_KEY_REQUIRED' : 'IDEMPOTENCY_KEY_INVALID')
 }
