@@ -8,11 +8,13 @@ declare module 'fastify' {
   }
 }
 
-// Often enough that shedding starts and stops within a fraction of a second.
-const SAMPLE_INTERVAL_MS = 100
-// The first samples after start-up measure the start-up itself (module loading, schema
-// compilation), not load: they are not taken as overload.
-const SETTLE_SAMPLES = 3
+// under-pressure's default. A window in which Node's delay histogram recorded no sample reads as
+// an infinite delay: with 100 ms windows, a saturating batch load left such windows and was shed
+// while the loop stayed well under its threshold.
+const SAMPLE_INTERVAL_MS = 1000
+// The first sample after start-up measures the start-up itself (module loading, schema
+// compilation), not load: it is not taken as overload.
+const SETTLE_SAMPLES = 2
 
 /**
  * Measures whether the process is overloaded (event-loop delay or utilisation, heap, RSS past

@@ -16,14 +16,14 @@ t.test('an overloaded process sheds business requests, keeps /live, fails /ready
   const app = await buildApp({ config, sql: db.sql, logger: false })
   t.teardown(() => app.close())
   await app.ready()
-  await sleep(500) // past the start-up samples
+  await sleep(2100) // past the start-up samples (one per second)
   const userUrl = `/api/v1/user/${randomUUID()}/nobody`
   const get = (url: string) => app.inject({ method: 'GET', url, headers: { 'x-api-key': 'k' } })
   t.equal((await get(userUrl)).statusCode, 404, 'idle: the route answers')
 
-  // Keep the event loop late (200 ms of synchronous work at a time) until the shed is seen.
+  // Keep the event loop late (200 ms of synchronous work at a time) for more than one sample.
   const stopHogging = hogEventLoop()
-  await sleep(400)
+  await sleep(1500)
   const shed = await get(userUrl)
   const live = await get('/live')
   const ready = await get('/ready')
