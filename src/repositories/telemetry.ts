@@ -19,13 +19,15 @@ const HOUR_MS = 3_600_000
 // - whole hours: the sums kept in docs_search_kpi_buckets (migration 0008), per hour of each
 //   query's first event and band of its first success;
 // - partial hours: the rollup rows (docs_search_queries) of queries with every event in the
-//   window, and the events without a query id, each read from an index over the edge alone;
+//   window, summed per band straight from an index over the edge, and the events without a
+//   query id, each read from an index over the edge alone;
 // - queries with events on both sides of an edge ("straddlers", found through the span index):
 //   recomputed from their own events inside the window; one counted in a whole hour is taken
 //   out of it (only a query with events after $2 can be, as no whole hour precedes $1).
 // Percentiles (nearest rank, as percentile_disc): the band counts give the total N and, for
 // rank ceil(p·N), the band that holds it; only that band's values inside the window are read
-// and sorted. The sign column is +1 for what is added to the buckets' sums, -1 for what is taken out.
+// (rollup rows with every event in the window, and the straddlers' recomputed values) and sorted.
+// The sign column is +1 for what is added to the buckets' sums, -1 for what is taken out.
 // Every part reads an index range bounded by the window, so one plan fits every window: the
 // statement is prepared (planning it took longer than running it for a 60-minute window).
 const METRICS_SQL = `
@@ -35,13 +37,18 @@ const METRICS_SQL = `
     where hour_ms >= $3::bigint and hour_ms < $4::bigint
   ),
   edges as (
-    select queries, zero_result_queries, has_click, first_success_ms
-    from docs_search_queries
-    where first_ms > $1::bigint and first_ms < least($3::bigint, $2::bigint + 1) and last_ms <= $2::bigint
-    union all
-    select queries, zero_result_queries, has_click, first_success_ms
-    from docs_search_queries
-    where first_ms >= $4::bigint and first_ms <= $2::bigint and last_ms <= $2::bigint
+    select docs_search_band(first_success_ms) as band, sum(queries) as queries, sum(zero_result_queries) as zero_result_queries,
+           count(*) filter (where queries > 0 and has_click) as clicked, count(first_success_ms) as successes
+    from (
+      select queries, zero_result_queries, has_click, first_success_ms
+      from docs_search_queries
+      where first_ms > $1::bigint and first_ms < least($3::bigint, $2::bigint + 1) and last_ms <= $2::bigint
+      union all
+      select queries, zero_result_queries, has_click, first_success_ms
+      from docs_search_queries
+      where first_ms >= $4::bigint and first_ms <= $2::bigint and last_ms <= $2::bigint
+    ) edge_rows
+    group by 1
   ),
   straddlers as (
     select s.first_ms, s.queries as rolled_queries, s.zero_result_queries as rolled_zero, s.has_click as rolled_click,
@@ -58,12 +65,16 @@ const METRICS_SQL = `
     where (int8range(s.first_ms, s.last_ms, '[]') @> $1::bigint and s.last_ms > $1::bigint)
        or (int8range(s.first_ms, s.last_ms, '[]') @> ($2::bigint + 1) and s.first_ms <= $2::bigint)
   ),
-  adjustments (queries, zero_result_queries, has_click, first_success_ms, sign) as (
-    select queries, zero_result_queries, coalesce(has_click, false), first_success_ms, 1 from edges
+  adjustments (band, queries, zero_result_queries, clicked, successes, sign) as (
+    select band, queries, zero_result_queries, clicked, successes, 1 from edges
     union all
-    select queries, zero_result_queries, coalesce(has_click, false), first_success_ms, 1 from straddlers
+    select docs_search_band(first_success_ms), queries, zero_result_queries, (queries > 0 and coalesce(has_click, false))::int,
+           (first_success_ms is not null)::int, 1
+    from straddlers
     union all
-    select rolled_queries, rolled_zero, rolled_click, rolled_success, -1 from straddlers where first_ms >= $3::bigint and first_ms < $4::bigint
+    select docs_search_band(rolled_success), rolled_queries, rolled_zero, (rolled_queries > 0 and rolled_click)::int,
+           (rolled_success is not null)::int, -1
+    from straddlers where first_ms >= $3::bigint and first_ms < $4::bigint
   ),
   unnamed as (
     select count(*) filter (where event = 'search_query') as queries,
@@ -80,7 +91,7 @@ const METRICS_SQL = `
           from whole) w,
          unnamed u,
          (select coalesce(sum(sign * queries), 0) as queries, coalesce(sum(sign * zero_result_queries), 0) as zero_result_queries,
-                 coalesce(sum(sign * (queries > 0 and has_click)::int), 0) as clicked
+                 coalesce(sum(sign * clicked), 0) as clicked
           from adjustments) a
   ),
   bands as (
@@ -88,7 +99,7 @@ const METRICS_SQL = `
     from (
       select band, successes as n from whole where band >= 0
       union all
-      select docs_search_band(first_success_ms), sign from adjustments where first_success_ms is not null
+      select band, sign * successes from adjustments where band is not null
     ) counted
     group by band
   ),
@@ -112,10 +123,10 @@ const METRICS_SQL = `
               select first_success_ms as v
               from docs_search_queries
               where first_success_ms >= l.band * 250 and first_success_ms < case when l.band = 480 then 2147483647 else (l.band + 1) * 250 end
-                and first_ms >= $3::bigint and first_ms < $4::bigint and last_ms <= $2::bigint
+                and first_ms > $1::bigint and first_ms <= $2::bigint and last_ms <= $2::bigint
               union all
-              select first_success_ms from adjustments
-              where sign = 1 and first_success_ms is not null and docs_search_band(first_success_ms) = l.band
+              select first_success_ms from straddlers
+              where first_success_ms is not null and docs_search_band(first_success_ms) = l.band
             ) band_values
             order by v offset l.rank_in_band - 1 limit 1) as value
     from located l

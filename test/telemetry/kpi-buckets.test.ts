@@ -90,3 +90,15 @@ t.test('a rebuild from the events leaves both rollups as the trigger kept them, 
   )
   t.equal(checked, 40, 'every generated case was compared')
 })
+
+t.test('the band of a first success: 250 ms wide, the last from 120 s on, null for none, inlined by the planner', async (t) => {
+  const [bands] = await sql`select docs_search_band(null) as none, docs_search_band(0) as b0, docs_search_band(249) as b249,
+                                   docs_search_band(250) as b250, docs_search_band(119999) as b119999,
+                                   docs_search_band(120000) as b120000, docs_search_band(2147483647) as bmax`
+  t.same(bands, { none: null, b0: 0, b249: 0, b250: 1, b119999: 479, b120000: 480, bmax: 480 })
+  // Called as a function (not inlined), it was most of a small window's KPI query time.
+  const plan = await sql`explain (verbose) select docs_search_band(x) from (values (1), (null::int)) v(x)`
+  const text = plan.map((row) => row['QUERY PLAN']).join('\n')
+  t.notMatch(text, /docs_search_band\(/, 'the planner inlines the expression')
+  t.match(text, /LEAST/)
+})
