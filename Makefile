@@ -94,7 +94,7 @@ bench-soak: build
 
 ## 1, 2 and 3 replicas behind HAProxy (shared PostgreSQL and Redis), and GET user with the Redis vs in-memory rate-limit store (bench/scale.md). BENCH_DURATION, BENCH_RUNS, BENCH_CONNECTIONS.
 bench-scale: build
-	npx tsx bench/scale.ts
+	taskset -c 1 npx tsx bench/scale.ts
 
 ## The HTTP edge under hostile load (built server): 1 MiB amplification, stalled uploads, an address flood, 4x overload.
 bench-hostile: build
