@@ -125,11 +125,11 @@ t.test('load shedding is counted by route; /ready turning not_ready is not', asy
   const app = await buildApp({ config, sql: db.sql, logger: false })
   t.teardown(() => app.close())
   await app.ready()
-  await sleep(500) // past the start-up samples
+  await sleep(2100) // past the start-up samples (one per second)
   const get = (url: string) => app.inject({ method: 'GET', url, headers: { 'x-api-key': KEY } })
-  // Keep the event loop late (200 ms of synchronous work at a time) until the shed is seen.
+  // Keep the event loop late (200 ms of synchronous work at a time) for more than one sample.
   const stopHogging = hogEventLoop()
-  await sleep(400)
+  await sleep(1500)
   const shed = await get(`/api/v1/user/${randomUUID()}/nobody`)
   const ready = await get('/ready')
   stopHogging()
