@@ -206,11 +206,13 @@ export async function startServer(label: string, args: string[], port: number, e
   throw new Error(`${label} did not start`)
 }
 
+/** Extra Node flags for the service under test (BENCH_NODE_OPTIONS, space-separated). */
+export const benchNodeOptions = (): string[] => (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean)
+
 /** The service as built by `make build`; PROFILE_DIR adds a V8 CPU profile written at exit. */
 export function startService(databaseUrl: string, port: number, profileDir?: string): Promise<Server> {
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : []
-  const nodeOptions = (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean)
-  return startServer('service', [...nodeOptions, ...profile, 'dist/src/server.js'], port, {
+  return startServer('service', [...benchNodeOptions(), ...profile, 'dist/src/server.js'], port, {
     DATABASE_URL: databaseUrl,
     API_KEYS: API_KEY,
     RATE_LIMIT_MAX: '10000000',

@@ -16,7 +16,7 @@ import postgres from 'postgres'
 import { migrate } from '../src/db/migrate.js'
 import { ADMIN_URL, databaseUrl } from '../test/helpers/database.js'
 import { freePort } from '../test/helpers/server-process.js'
-import { API_KEY, cpuTicks, startServer, stopServers } from './harness.js'
+import { API_KEY, benchNodeOptions, cpuTicks, startServer, stopServers } from './harness.js'
 
 const parts = new Set((process.env.BENCH_HOSTILE_PARTS ?? '1,2,3,4').split(','))
 const STALLED = Number(process.env.BENCH_STALLED ?? 2000)
@@ -46,7 +46,7 @@ const sql = postgres(dbUrl, { max: 1, onnotice: () => {} })
 await migrate(sql as never)
 await sql.end()
 const port = await freePort()
-const server = await startServer('service', [...(process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean), 'dist/src/server.js'], port, {
+const server = await startServer('service', [...benchNodeOptions(), 'dist/src/server.js'], port, {
   DATABASE_URL: dbUrl,
   API_KEYS: API_KEY,
   RATE_LIMIT_MAX: String(KEY_WINDOW_MAX),

@@ -31,19 +31,19 @@ interface Measurement {
   p50: number
   p99: number
   bad: number
+  total: number
 }
 
 async function drive(base: string, request: () => BenchRequest, duration = DURATION): Promise<Measurement> {
   const result = await autocannon(loadOptions(base, CONNECTIONS, duration, request))
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad: result.non2xx + result.errors }
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad: result.non2xx + result.errors, total: result.requests.total }
 }
 
 /** A run with the server's CPU per answered request (µs, from /proc: 10 ms ticks). */
 async function driveWithCpu(base: string, pid: number, request: () => BenchRequest): Promise<Measurement & { cpuUs: number }> {
   const before = cpuTicks(pid)
-  const result = await autocannon(loadOptions(base, CONNECTIONS, DURATION, request))
-  const cpuUs = ((cpuTicks(pid) - before) * 10_000) / Math.max(1, result.requests.total)
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad: result.non2xx + result.errors, cpuUs }
+  const run = await drive(base, request)
+  return { ...run, cpuUs: ((cpuTicks(pid) - before) * 10_000) / Math.max(1, run.total) }
 }
 
 const helpers: ChildProcess[] = []
