@@ -114,9 +114,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: env.PGLITE_DATA_DIR || '.data/pglite',
     requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
     loadShed: {
-      // A saturated process with bounded concurrency (50 clients posting 500-event batches) holds
-      // its loop 0.25-0.5 s late at full throughput: that is a queue, not a collapse. Shedding
-      // starts past twice that.
+      // A saturated process with bounded concurrency (many clients posting large batches) holds
+      // its loop a few hundred ms late at full throughput: that is a queue, not a collapse.
       maxEventLoopDelayMs: integer(env, 'LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000),
       // Off by default: a process that is merely busy sits near 1.0 without being late.
       maxEventLoopUtilization: fraction(env, 'LOAD_SHED_MAX_EVENT_LOOP_UTILIZATION', 0),
