@@ -19,6 +19,7 @@ import jsonBodyPlugin from './plugins/json-body.js'
 import jsonOnlyBodiesPlugin from './plugins/json-only-bodies.js'
 import corsPlugin from './plugins/cors.js'
 import loadSheddingPlugin from './plugins/load-shedding.js'
+import bodyBudgetPlugin from './plugins/body-budget.js'
 import earlyClosePlugin from './plugins/early-close.js'
 import requestPipelinePlugin from './plugins/request-pipeline.js'
 import routesPlugin from './plugins/routes.js'
@@ -84,6 +85,7 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   await app.register(authPlugin)
   await app.register(rateLimitPlugin)
   await app.register(loadSheddingPlugin)
+  await app.register(bodyBudgetPlugin)
   await app.register(requestPipelinePlugin)
   await app.register(docsPlugin)
   await app.register(routesPlugin, { now })

@@ -21,6 +21,8 @@ export interface Config {
   /** A Redis decision slower than this is taken in the local window instead. */
   redisCommandTimeoutMs: number
   bodyLimitBytes: number
+  /** Bytes of request bodies in flight at once, across requests (0: no cap); see src/http/body-budget.ts. */
+  bodyBytesInFlightMax: number
   idempotencyTtlHours: number
   logLevel: string
   corsOrigins: string[]
@@ -95,6 +97,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) {
     throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL')
   }
+  const bodyLimitBytes = integer(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824)
+  const bodyBytesInFlightMax = integer(env, 'BODY_BYTES_IN_FLIGHT_MAX', 32 * 1_048_576, 0, Number.MAX_SAFE_INTEGER)
+  if (bodyBytesInFlightMax !== 0 && bodyBytesInFlightMax < bodyLimitBytes) {
+    throw new ConfigError(`BODY_BYTES_IN_FLIGHT_MAX must be 0 or at least BODY_LIMIT_BYTES (${bodyLimitBytes}), got "${env.BODY_BYTES_IN_FLIGHT_MAX}"`)
+  }
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: env.HOST || '127.0.0.1',
@@ -107,7 +114,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitWindowMs: integer(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1, 86_400_000),
     redisUrl,
     redisCommandTimeoutMs: integer(env, 'REDIS_COMMAND_TIMEOUT_MS', 50, 1, 10_000),
-    bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824),
+    bodyLimitBytes,
+    // Thirty-two bodies of the largest size at once: a trickling flood pins no more than this.
+    bodyBytesInFlightMax,
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 8760),
     logLevel,
     corsOrigins: list(env.CORS_ORIGINS),

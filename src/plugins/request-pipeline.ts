@@ -15,16 +15,18 @@ import { createRouteValidatorCompiler } from '../validation/validator-compiler.j
  *     2. load shedding         503 COMMON_503   (after 1, so that the answer carries the limit headers)
  *     3. API key               401 COMMON_401
  *     4. scope                 403 COMMON_403   the operation's scope, from its security requirement
+ *     5. body budget           503 COMMON_503   operations with a body: its bytes reserved before it
+ *                                               is read (BODY_BYTES_IN_FLIGHT_MAX, src/http/body-budget.ts)
  *   Fastify reads and parses the body
- *     5. body size             413 COMMON_413
- *     6. content type          415 COMMON_415
+ *     6. body size             413 COMMON_413
+ *     7. content type          415 COMMON_415
  *   Fastify validates with the operation's generated validators
- *     7. path, query, headers, body   422
+ *     8. path, query, headers, body   422
  *   preHandler
- *     8. systems               403 COMMON_403   operations whose request names a system_uuid
- *     9. Idempotency-Key       400 COMMON_400   operations that declare the header
+ *     9. systems               403 COMMON_403   operations whose request names a system_uuid
+ *    10. Idempotency-Key       400 COMMON_400   operations that declare the header
  *   handler (handlers/, through src/idempotency)
- *    10. replay or 409, then business rules
+ *    11. replay or 409, then business rules
  *
  * Which stages an operation gets comes from generated/operations.ts, i.e. from the spec:
  * its `security` requirement and its parameters. Routes that are not operations of the spec
@@ -39,17 +41,23 @@ export default fp(
   async (fastify) => {
     const rateLimit = fastify.rateLimitHook
     // Callback hooks: no promise per request.
+    const overloaded = () => appError('SERVICE_OVERLOADED', { 'retry-after': String(fastify.config.loadShed.retryAfterSeconds) })
     const shedLoad: onRequestHookHandler = (_request, _reply, done) => {
-      done(fastify.overloaded() ? appError('SERVICE_OVERLOADED', { 'retry-after': String(fastify.config.loadShed.retryAfterSeconds) }) : undefined)
+      done(fastify.overloaded() ? overloaded() : undefined)
     }
     const requireApiKey: onRequestHookHandler = (request, _reply, done) => {
       done(request.apiKeyId === null ? appError('SECURITY_AUTH_REQUIRED') : undefined)
+    }
+    // After the key check: a caller without a key is refused unread and reserves nothing.
+    const reserveBody: onRequestHookHandler = (request, reply, done) => {
+      done(fastify.bodyBudget.reserve(request.raw, reply.raw) ? undefined : overloaded())
     }
 
     function stagesFor(op: OperationInfo): OperationStages {
       const onRequest: onRequestHookHandler[] = []
       const preHandler: preHandlerHookHandler[] = []
       if (!op.public) onRequest.push(rateLimit, shedLoad, requireApiKey, requireScope(op.scopes))
+      if (!op.public && op.bodySchema !== null) onRequest.push(reserveBody)
       if (!op.public && op.systemUuidIn.length > 0) preHandler.push(checkSystems(op.systemUuidIn))
       if (op.idempotent) preHandler.push(requireIdempotencyKey)
       return { onRequest, preHandler }
@@ -68,7 +76,7 @@ export default fp(
       route.validatorCompiler = validatorCompiler(operationId as OperationId)
     })
   },
-  { name: 'request-pipeline', dependencies: ['config', 'auth', 'rate-limit', 'load-shedding', 'json-only-bodies'] },
+  { name: 'request-pipeline', dependencies: ['config', 'auth', 'rate-limit', 'load-shedding', 'body-budget', 'json-only-bodies'] },
 )
 
 /** Takes a header out of the route's header schema: a pipeline stage checks it instead. */
