@@ -15,7 +15,7 @@ import { projectRoot } from '../../src/paths.js'
 import { createClient } from '../../src/db/client.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { freePort } from '../helpers/server-process.js'
-import { hogEventLoop } from '../helpers/event-loop-hog.js'
+import { hogUntilOverloaded } from '../helpers/event-loop-hog.js'
 
 const KEY = 'ops-key-1'
 const OTHER_KEY = 'ops-key-2'
@@ -127,9 +127,8 @@ t.test('load shedding is counted by route; /ready turning not_ready is not', asy
   await app.ready()
   await sleep(2100) // past the start-up samples (one per second)
   const get = (url: string) => app.inject({ method: 'GET', url, headers: { 'x-api-key': KEY } })
-  // Keep the event loop late (200 ms of synchronous work at a time) for more than one sample.
-  const stopHogging = hogEventLoop()
-  await sleep(1500)
+  // Keep the event loop late (200 ms of synchronous work at a time) until a sample shows it.
+  const stopHogging = await hogUntilOverloaded(app)
   const shed = await get(`/api/v1/user/${randomUUID()}/nobody`)
   const ready = await get('/ready')
   stopHogging()

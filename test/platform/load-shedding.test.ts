@@ -8,7 +8,7 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import type { Sql } from '../../src/db/client.js'
 import { createTestDatabase } from '../helpers/database.js'
-import { hogEventLoop } from '../helpers/event-loop-hog.js'
+import { hogUntilOverloaded } from '../helpers/event-loop-hog.js'
 
 t.test('an overloaded process sheds business requests, keeps /live, fails /ready, and recovers', async (t) => {
   const db = await createTestDatabase(t)
@@ -21,9 +21,8 @@ t.test('an overloaded process sheds business requests, keeps /live, fails /ready
   const get = (url: string) => app.inject({ method: 'GET', url, headers: { 'x-api-key': 'k' } })
   t.equal((await get(userUrl)).statusCode, 404, 'idle: the route answers')
 
-  // Keep the event loop late (200 ms of synchronous work at a time) for more than one sample.
-  const stopHogging = hogEventLoop()
-  await sleep(1500)
+  // Keep the event loop late (200 ms of synchronous work at a time) until a sample shows it.
+  const stopHogging = await hogUntilOverloaded(app)
   const shed = await get(userUrl)
   const live = await get('/live')
   const ready = await get('/ready')
