@@ -2,7 +2,7 @@
 // read from /proc (no profiler in the way). GET user and the replayed POST, in alternating rounds
 // at 50 connections: the figures behind "a replay costs no more than a read". Both on the
 // ceiling server too: what the service's cross-cutting work costs, and how a replay compares
-// with a read on the bare stack. It also reports how busy each core was: below ~100 % on the
+// with a read on the bare stack. BENCH_CASES adds POST review (its round trips and statements). It also reports how busy each core was: below ~100 % on the
 // servers' core, the load generator set the pace.
 import autocannon from 'autocannon'
 import {
@@ -37,12 +37,17 @@ try {
   const service = await startService(bench.url, 3603, process.env.BENCH_PROFILE)
   const ceiling = await startServer('ceiling', ['--import', 'tsx', 'bench/ceiling-server.ts'], 3604, { DATABASE_URL: bench.url })
   const requests = await createBenchRequests(bench.sql, service.base)
-  const cases: [string, Server, () => BenchRequest][] = [
+  const allCases: [string, Server, () => BenchRequest][] = [
     ['GET user', service, requests.getUser],
     ['POST user (replay)', service, requests.replayUser],
+    ['POST review', service, () => requests.review()],
     ['GET user on the ceiling', ceiling, requests.getUser],
     ['POST user (replay) on the ceiling', ceiling, requests.replayUserOnCeiling],
+    ['POST review on the ceiling', ceiling, () => requests.review()],
   ]
+  // BENCH_CASES: comma-separated name prefixes (as in `make bench`); by default GET user and the replay.
+  const wanted = (process.env.BENCH_CASES ?? 'GET user,POST user (replay)').split(',').map((c) => c.trim())
+  const cases = allCases.filter(([name]) => wanted.some((w) => name.startsWith(w)))
   const figures = new Map(cases.map(([name]) => [name, { rps: [] as number[], server: [] as number[], postgres: [] as number[], serverCore: [] as number[], loadCore: [] as number[] }]))
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, server, next] of round % 2 ? [...cases].reverse() : cases) {

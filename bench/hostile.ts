@@ -127,6 +127,8 @@ if (parts.has('2')) {
   let open = 0
   let worstHold = 0
   let lastConnect = 0
+  // What each socket was answered (its status line), or 'none' when it was closed without one.
+  const answers = new Map<string, number>()
   const sockets = Array.from({ length: STALLED }, () => {
     const socket = net.connect(port, '127.0.0.1')
     let connectedAt = Number.NaN
@@ -136,10 +138,14 @@ if (parts.has('2')) {
       socket.write(`POST /api/v1/telemetry/docs-search HTTP/1.1\r\nHost: x\r\nX-API-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n`)
       socket.write(half)
     })
-    socket.on('data', () => {})
+    let status = ''
+    socket.on('data', (chunk: Buffer) => {
+      if (!status) status = chunk.toString('latin1', 9, 12)
+    })
     socket.on('error', () => {})
     return new Promise<void>((resolve) =>
       socket.on('close', () => {
+        answers.set(status || 'none', (answers.get(status || 'none') ?? 0) + 1)
         open--
         closedAt = performance.now()
         worstHold = Math.max(worstHold, closedAt - connectedAt)
@@ -167,6 +173,7 @@ if (parts.has('2')) {
     all ? `${(worstHold / 1000).toFixed(1)} s` : `not within ${limit / 1000} s (${open} still open)`,
     `<= REQUEST_TIMEOUT_MS + 1 s = ${(REQUEST_TIMEOUT_MS + 1000) / 1000} s`,
   )
+  report('stalled uploads: answers', [...answers].sort().map(([status, n]) => `${status} × ${n}`).join(', '))
   report(
     'stalled uploads: whole batch, first connect attempt to last close',
     all ? `${((closedAt - start) / 1000).toFixed(1)} s (last connection made after ${((lastConnect - start) / 1000).toFixed(1)} s)` : 'n/a',
