@@ -23,6 +23,7 @@ const CATEGORIES: [string, RegExp][] = [
   ['socket writes (PostgreSQL and HTTP)', /^(writeBuffer|writev|writeUtf8String|writeLatin1String) $/],
   ['validation (Ajv)', /node_modules\/ajv|\/validation\/|generated\/validators/],
   ['rate limiting', /@fastify\/rate-limit|\/rate-limit\//],
+  ['ioredis', /ioredis|redis-parser|cluster-key-slot|standard-as-callback|denque/],
   ['auth (API-key hashing)', /\/auth\/|\/plugins\/auth|internal\/crypto\/hash/],
   ['request ids', /\/plugins\/request-id|internal\/crypto\/random/],
   ['idempotency (hashing, replay)', /\/idempotency\/|safe-stable-stringify/],

@@ -1,6 +1,7 @@
 // The sliding window in Redis: one sorted set per client holding the accepted requests'
 // timestamps, decided by one Lua script (one atomic round trip, no read-then-write race
 // between replicas). The clock is Redis' own (TIME), so every replica judges the same window.
+import type { Socket } from 'node:net'
 import { Redis } from 'ioredis'
 import type { StoreResult } from './sliding-window-store.js'
 
@@ -52,9 +53,8 @@ export function createRedisWindowClient({ url, commandTimeoutMs }: RedisWindowOp
     retryStrategy: (attempt) => Math.min(attempt * 100, 1000),
     // Reconnect after READONLY etc. is not wanted; a failover shows up as errors -> fallback.
     reconnectOnError: () => false,
-    // The decisions of every request read in one turn of the event loop go out in one write
-    // (ioredis batches them until setImmediate): one syscall for many, under concurrency.
-    enableAutoPipelining: true,
+    // Not ioredis' auto-pipelining: its per-command bookkeeping cost the replica more CPU than
+    // the writes it saves. takeInRedis coalesces the writes instead (writeOncePerTurn).
   })
   // ioredis loads the script once (EVALSHA, EVAL when the server does not know it yet).
   client.defineCommand('slidingWindow', { numberOfKeys: 1, lua: SLIDING_WINDOW_LUA })
@@ -64,12 +64,31 @@ export function createRedisWindowClient({ url, commandTimeoutMs }: RedisWindowOp
 /** Redis key of a rate-limit client (`ip:...` or a key id). */
 export const redisKey = (client: string) => `ratelimit:${client}`
 
+/**
+ * Holds the client's socket writes until the end of this turn of the event loop, so that the
+ * decisions of every request read in one turn leave in one write (Node's cork/uncork) rather
+ * than one syscall each. Cheaper than ioredis' auto-pipelining for the same effect; the
+ * command timeout still runs from each command's own start.
+ */
+const corked = new WeakSet<Socket>()
+function writeOncePerTurn(redis: RedisWindowClient): void {
+  const stream = (redis as unknown as { stream?: Socket }).stream
+  if (!stream || stream.destroyed || corked.has(stream)) return
+  corked.add(stream)
+  stream.cork()
+  setImmediate(() => {
+    corked.delete(stream)
+    stream.uncork()
+  })
+}
+
 let sequence = 0
 const processTag = `${process.pid.toString(36)}.${Math.random().toString(36).slice(2, 8)}`
 
 /** One decision in Redis for `client`. */
 export async function takeInRedis(redis: RedisWindowClient, client: string, windowMs: number, max: number): Promise<StoreResult> {
   sequence = (sequence + 1) % 1e9
+  writeOncePerTurn(redis)
   const [current, ttl] = await redis.slidingWindow(redisKey(client), windowMs, max, `${processTag}.${sequence}`)
   return { current, ttl }
 }

@@ -52,6 +52,24 @@ t.test('current and ttl match the in-memory store', async (t) => {
   t.equal((await takeInRedis(redis, 'other', 60_000, 2)).current, 1, 'clients are independent')
 })
 
+t.test('the decisions taken in one turn of the event loop leave in one socket write, answered in order', async (t) => {
+  const server = await startPrivateRedis(t)
+  const redis = await client(t, server.url)
+  await takeInRedis(redis, 'warm', 60_000, 100) // the script is loaded (EVAL once, then EVALSHA)
+  // Counts the writes that reach the real socket (Node calls _writev for a corked batch).
+  const stream = (redis as unknown as { stream: { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void } }).stream
+  let writes = 0
+  const write = stream._write.bind(stream)
+  const writev = stream._writev.bind(stream)
+  stream._write = (...a) => { writes++; write(...a) }
+  stream._writev = (...a) => { writes++; writev(...a) }
+  const results = await Promise.all(Array.from({ length: 50 }, () => takeInRedis(redis, 'turn', 60_000, 40)))
+  t.equal(writes, 1, '50 decisions, one write')
+  t.same(results.map((r) => r.current), [...Array.from({ length: 40 }, (_, i) => i + 1), ...Array(10).fill(41)], 'each decided in the order it was taken')
+  await takeInRedis(redis, 'turn', 60_000, 40)
+  t.equal(writes, 2, 'a later turn writes again')
+})
+
 t.test('Redis down or paused: decisions fall back to the local window; sharing returns when it answers', async (t) => {
   const server = await startPrivateRedis(t)
   const redis = createRedisWindowClient({ url: server.url, commandTimeoutMs: 50 })
