@@ -1,5 +1,6 @@
 // Exactly-once writes keyed by (key id, scope, Idempotency-Key):
-// 1. a stored answer for the triple is replayed (same body hash) or refused with 409: one read;
+// 1. a stored answer for the triple is replayed (same body hash) or refused with 409: one read
+//    (which also reads the learner, for a write on a learner's behalf: 404 when there is none);
 // 2. otherwise one pipelined transaction (src/db/transaction.ts) does the business write and
 //    inserts the answer, whose primary key lets only one transaction per triple commit. A
 //    concurrent request with the same triple waits on that key, fails it once the first
@@ -11,6 +12,7 @@ import { appError, AppError } from '../errors.js'
 import { inPipelinedTransaction, type ReservingDatabase } from '../db/transaction.js'
 import type { Repositories } from '../repositories/index.js'
 import { insertAnswer, type StoredAnswer } from '../repositories/idempotency.js'
+import type { User, UserKey } from '../repositories/users.js'
 import { requestHash } from './request-hash.js'
 
 export interface WriteResult<T> {
@@ -36,11 +38,18 @@ export interface WriteIdentity {
   key: string
 }
 
+/**
+ * The work of a write: with a learner key, it gets the learner (read with the stored answer,
+ * before the transaction); without one, `undefined`.
+ */
+export type WriteWork<T> = (repos: Repositories, learner: User | undefined) => Promise<WriteResult<T>>
+
 export type IdempotentWrite = <T>(
   who: WriteIdentity,
   body: unknown,
   serialize: SerializeAnswer,
-  work: (repos: Repositories) => Promise<WriteResult<T>>,
+  work: WriteWork<T>,
+  learnerKey?: UserKey,
 ) => Promise<WriteOutcome>
 
 const KEY_TAKEN = Symbol('key taken')
@@ -80,13 +89,14 @@ export function createIdempotentWrite(db: ReservingDatabase & { repos: Repositor
     who: WriteIdentity,
     hash: string,
     serialize: SerializeAnswer,
-    work: (repos: Repositories) => Promise<WriteResult<T>>,
+    work: WriteWork<T>,
+    learner: User | undefined,
   ): Promise<WriteOutcome | typeof KEY_TAKEN> {
     try {
       return await inPipelinedTransaction(
         db,
         async (repos) => {
-          const result = await work(repos)
+          const result = await work(repos, learner)
           return { status: result.status, json: serialize(result.status, result.body), replayed: false }
         },
         (sql, answer) => insertAnswer(sql, { keyId: who.keyId, scope: who.scope, key: who.key, hash, status: answer.status, body: answer.json, ttlHours }),
@@ -101,7 +111,8 @@ export function createIdempotentWrite(db: ReservingDatabase & { repos: Repositor
     who: WriteIdentity,
     body: unknown,
     serialize: SerializeAnswer,
-    work: (repos: Repositories) => Promise<WriteResult<T>>,
+    work: WriteWork<T>,
+    learnerKey?: UserKey,
   ): Promise<WriteOutcome> {
     const hash = requestHash(body)
     const replay = (stored: StoredAnswer): WriteOutcome => {
@@ -111,13 +122,22 @@ export function createIdempotentWrite(db: ReservingDatabase & { repos: Repositor
     const withLegacy = who.legacyRecords && legacy.mayExist()
     const findStored = () => db.repos.idempotency.find(who.keyId, who.scope, who.key, withLegacy)
 
-    const stored = await findStored()
-    if (stored) return replay(stored)
+    let learner: User | undefined
+    if (learnerKey) {
+      const first = await db.repos.idempotency.findWithLearner(who.keyId, who.scope, who.key, withLegacy, learnerKey)
+      if (first.stored) return replay(first.stored)
+      // The same 404 the work's own lookup of the learner gave when it ran in the transaction.
+      if (!first.learner) throw appError('USER_NOT_FOUND')
+      learner = first.learner
+    } else {
+      const stored = await findStored()
+      if (stored) return replay(stored)
+    }
 
     for (let tries = 0; tries < 2; tries++) {
       let result: WriteOutcome | typeof KEY_TAKEN
       try {
-        result = await attempt(who, hash, serialize, work)
+        result = await attempt(who, hash, serialize, work, learner)
       } catch (err) {
         // A business error may come from waiting on a concurrent twin that has now committed
         // (its user row, its slot move): the triple's answer, if there is one, is the answer.

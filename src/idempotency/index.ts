@@ -4,9 +4,10 @@
 // format of Idempotency-Key were checked before the handler (the request pipeline).
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Repositories } from '../repositories/index.js'
+import type { User, UserKey } from '../repositories/users.js'
 import type { ReservingDatabase } from '../db/transaction.js'
 import { appError } from '../errors.js'
-import { createIdempotentWrite, type WriteResult } from './idempotent-write.js'
+import { createIdempotentWrite, type WriteResult, type WriteWork } from './idempotent-write.js'
 import { idempotencyKeyError } from './key.js'
 import { idempotencyScope } from './scope.js'
 
@@ -17,16 +18,29 @@ export type { WriteResult }
  * answer; resolves to the JSON text to send. The answer is serialized by the route's own
  * response serializer and stored as that text, so the first answer and every replay are the
  * same bytes; a replay carries `Idempotent-Replayed: true` and the echoed `Idempotency-Key`.
+ *
+ * A write on a learner's behalf names the learner (`{ learner: { system_uuid, system_user_id } }`)
+ * and its work receives the stored user: read in the same statement as the stored answer, it
+ * costs no statement of its own; no such user is 404 USER_NOT_FOUND (after a replay or 409).
  */
-export type AnswerIdempotently = <T>(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  work: (repos: Repositories) => Promise<WriteResult<T>>,
-) => Promise<string>
+export interface AnswerIdempotently {
+  <T>(request: FastifyRequest, reply: FastifyReply, work: (repos: Repositories) => Promise<WriteResult<T>>): Promise<string>
+  <T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    forLearner: { learner: UserKey },
+    work: (repos: Repositories, learner: User) => Promise<WriteResult<T>>,
+  ): Promise<string>
+}
 
 export function createIdempotency(db: ReservingDatabase & { repos: Repositories }, ttlHours: number): AnswerIdempotently {
   const idempotentWrite = createIdempotentWrite(db, ttlHours)
-  return async function answerIdempotently(request, reply, work) {
+  return async function answerIdempotently<T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    workOrLearner: ((repos: Repositories) => Promise<WriteResult<T>>) | { learner: UserKey },
+    learnerWork?: (repos: Repositories, learner: User) => Promise<WriteResult<T>>,
+  ): Promise<string> {
     const apiKey = request.apiKey
     // Both were checked before the handler; this guards a route wired without those checks.
     if (!apiKey) throw appError('SECURITY_AUTH_REQUIRED')
@@ -42,10 +56,16 @@ export function createIdempotency(db: ReservingDatabase & { repos: Repositories 
     }
     const serialize = (status: number, body: unknown) =>
       reply.serializeInput(body as Record<string, unknown>, String(status), 'application/json') as string
-    const outcome = await idempotentWrite(who, request.body, serialize, work)
+    const outcome =
+      typeof workOrLearner === 'function'
+        ? await idempotentWrite(who, request.body, serialize, workOrLearner)
+        : await idempotentWrite(who, request.body, serialize, learnerWork as WriteWork<T>, pick(workOrLearner.learner))
     // Already JSON text with its content type: Fastify sends it as it is.
     reply.code(outcome.status).type('application/json; charset=utf-8')
     if (outcome.replayed) reply.header('idempotent-replayed', 'true').header('idempotency-key', key)
     return outcome.json
   }
 }
+
+/** Just the natural key (a request body carries more). */
+const pick = (key: UserKey): UserKey => ({ system_uuid: key.system_uuid, system_user_id: key.system_user_id })

@@ -29,10 +29,13 @@ function rethrowKeyConflict(err: unknown): never {
   throw err
 }
 
+/** The UserResponse columns of table users, in SQL. */
+export const USER_COLUMN_LIST = `client_uuid, created_at, updated_at, is_row_invalid, invalidation_reason_uuid,
+    system_user_id, system_uuid, username, full_name, timezone`
+
 export function createUserRepository(db: Db) {
   // The UserResponse columns, spliced into each query as literal text (no identifier escaping per query).
-  const USER_COLUMNS = db.unsafe(`client_uuid, created_at, updated_at, is_row_invalid, invalidation_reason_uuid,
-    system_user_id, system_uuid, username, full_name, timezone`)
+  const USER_COLUMNS = db.unsafe(USER_COLUMN_LIST)
 
   return {
     /** Inserts the user; undefined when the natural key already exists. */
