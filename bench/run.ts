@@ -64,6 +64,12 @@ interface Measurement {
 
 async function drive(base: string, next: () => BenchRequest, connections: number, duration = DURATION): Promise<Measurement> {
   const result = await autocannon(loadOptions(base, connections, duration, next))
+  // Which answers were not 2xx (shedding 503, timeouts...): the table counts them, this names them.
+  const stats = (result as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {}
+  const other = Object.entries(stats).filter(([status]) => !status.startsWith('2'))
+  if (other.length > 0 || result.errors > 0) {
+    console.warn(`  not 2xx at ${base}: ${other.map(([status, { count }]) => `${status} x ${count}`).join(', ') || 'none'}; connection errors ${result.errors}`)
+  }
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad: result.non2xx + result.errors }
 }
 
