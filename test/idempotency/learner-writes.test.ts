@@ -16,8 +16,8 @@ t.test('a missing learner is 404 and stores nothing: the same key works once the
   const missing = await api.post('/api/v1/conspectuses', conspectusBody(ghost), key)
   t.equal(missing.statusCode, 404)
   t.equal(missing.json().code, 'USER_404')
-  const [{ count }] = await api.db.sql`select count(*)::int as count from idempotency_records where idempotency_key = ${key}`
-  t.equal(count, 0, 'no answer stored for the 404')
+  const [stored] = await api.db.sql`select count(*)::int as count from idempotency_records where idempotency_key = ${key}`
+  t.equal(stored?.count, 0, 'no answer stored for the 404')
   await api.post('/api/v1/user', { ...ghost, full_name: 'Now Here' })
   const created = await api.post('/api/v1/conspectuses', conspectusBody(ghost), key)
   t.equal(created.statusCode, 201)
