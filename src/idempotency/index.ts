@@ -59,13 +59,10 @@ export function createIdempotency(db: ReservingDatabase & { repos: Repositories 
     const outcome =
       typeof workOrLearner === 'function'
         ? await idempotentWrite(who, request.body, serialize, workOrLearner)
-        : await idempotentWrite(who, request.body, serialize, learnerWork as WriteWork<T>, pick(workOrLearner.learner))
+        : await idempotentWrite(who, request.body, serialize, learnerWork as WriteWork<T>, workOrLearner.learner)
     // Already JSON text with its content type: Fastify sends it as it is.
     reply.code(outcome.status).type('application/json; charset=utf-8')
     if (outcome.replayed) reply.header('idempotent-replayed', 'true').header('idempotency-key', key)
     return outcome.json
   }
 }
-
-/** Just the natural key (a request body carries more). */
-const pick = (key: UserKey): UserKey => ({ system_uuid: key.system_uuid, system_user_id: key.system_user_id })

@@ -44,25 +44,31 @@ export function insertAnswer(sql: Sql, r: AnswerRecord): ClosingStatement {
 
 export function createIdempotencyRepository(db: Db) {
   const learnerColumns = db.unsafe(LEARNER_COLUMNS)
+
+  /**
+   * The SELECT of a finished, unexpired answer for (key id, scope, key), not sent yet: find()
+   * runs it, findWithLearner() joins it. With `withLegacy`, a record stored before records had a
+   * key id counts too (the caller's own first).
+   */
+  const storedAnswer = (keyId: string, scope: string, key: string, withLegacy: boolean) =>
+    withLegacy
+      ? db<StoredAnswer[]>`
+          select request_hash, status_code, response_body
+          from idempotency_records
+          where key_id in (${keyId}, ${LEGACY_RECORD_KEY_ID}) and scope = ${scope} and idempotency_key = ${key}
+            and expires_at > now() and status_code is not null
+          order by key_id desc
+          limit 1`
+      : db<StoredAnswer[]>`
+          select request_hash, status_code, response_body
+          from idempotency_records
+          where key_id = ${keyId} and scope = ${scope} and idempotency_key = ${key}
+            and expires_at > now() and status_code is not null`
+
   return {
-    /**
-     * A finished, unexpired answer for (key id, scope, key), if any. With `withLegacy`, a record
-     * stored before records had a key id counts too (the caller's own first).
-     */
+    /** A finished, unexpired answer for (key id, scope, key), if any (see storedAnswer). */
     async find(keyId: string, scope: string, key: string, withLegacy = false): Promise<StoredAnswer | undefined> {
-      const [row] = withLegacy
-        ? await db<StoredAnswer[]>`
-            select request_hash, status_code, response_body
-            from idempotency_records
-            where key_id in (${keyId}, ${LEGACY_RECORD_KEY_ID}) and scope = ${scope} and idempotency_key = ${key}
-              and expires_at > now() and status_code is not null
-            order by key_id desc
-            limit 1`
-        : await db<StoredAnswer[]>`
-            select request_hash, status_code, response_body
-            from idempotency_records
-            where key_id = ${keyId} and scope = ${scope} and idempotency_key = ${key}
-              and expires_at > now() and status_code is not null`
+      const [row] = await storedAnswer(keyId, scope, key, withLegacy)
       return row
     },
 
@@ -78,18 +84,10 @@ export function createIdempotencyRepository(db: Db) {
       withLegacy: boolean,
       learnerKey: UserKey,
     ): Promise<{ stored: StoredAnswer | undefined; learner: User | undefined }> {
-      // key_id in (own, own) without legacy records: one prepared statement for both cases.
       const [row] = await db<(Partial<StoredAnswer> & Partial<User>)[]>`
         select s.request_hash, s.status_code, s.response_body, ${learnerColumns}
         from (values (1)) as one (x)
-        left join lateral (
-          select request_hash, status_code, response_body
-          from idempotency_records
-          where key_id in (${keyId}, ${withLegacy ? LEGACY_RECORD_KEY_ID : keyId}) and scope = ${scope} and idempotency_key = ${key}
-            and expires_at > now() and status_code is not null
-          order by key_id desc
-          limit 1
-        ) s on true
+        left join lateral (${storedAnswer(keyId, scope, key, withLegacy)}) s on true
         left join users u on u.system_uuid = ${learnerKey.system_uuid} and u.system_user_id = ${learnerKey.system_user_id}`
       const { request_hash, status_code, response_body, ...learner } = row!
       return {
