@@ -21,6 +21,13 @@ const PARSER_ERRORS: Record<string, ErrorKey> = {
   HPE_HEADER_OVERFLOW: 'REQUEST_HEADERS_TOO_LARGE',
 }
 
+// Sockets this server answered 408 and closed: a request still reading its body from one then
+// fails as if its client had gone, and is logged as the timeout it is (error handler).
+const timedOut = new WeakSet<Socket>()
+
+/** True when the server itself closed this socket for its request deadline. */
+export const timedOutByServer = (socket: Socket | null | undefined): boolean => socket != null && timedOut.has(socket)
+
 type ClientErrorHandler = (this: { log: { info: (obj: object, msg: string) => void } }, err: NodeJS.ErrnoException, socket: Socket) => void
 
 /** Node's 'clientError': a timeout, an oversize header section or malformed HTTP. */
@@ -28,6 +35,7 @@ const clientErrorHandler: ClientErrorHandler = function (err, socket) {
   // A reset or a socket already gone is a client that left: nothing to answer.
   if (err.code === 'ECONNRESET' || socket.destroyed) return
   const key = PARSER_ERRORS[err.code ?? ''] ?? 'MALFORMED_REQUEST'
+  if (key === 'REQUEST_TIMEOUT') timedOut.add(socket)
   this.log.info({ code: err.code }, key === 'REQUEST_TIMEOUT' ? 'request timed out' : 'malformed request refused')
   answerAndClose(socket, key)
 }

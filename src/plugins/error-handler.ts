@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, appError, type ErrorKey } from '../errors.js'
 import { allowedMethods } from '../http/declared-methods.js'
+import { timedOutByServer } from '../http/server-options.js'
 import { isDatabaseUnavailable } from '../db/unavailable.js'
 import { RequestValidationError } from '../validation/request-validation-error.js'
 import { malformedBodyItem, toValidationItems, validationBody, type RequestPart } from '../validation/validation-errors.js'
@@ -87,7 +88,8 @@ export default fp(
           return sendError(reply, appError('UNSUPPORTED_MEDIA_TYPE'))
       }
       if (clientWentAway(request)) {
-        request.log.info({ code: typeof error.code === 'string' ? error.code : undefined }, 'client aborted')
+        const why = timedOutByServer(request.raw.socket) ? 'request timed out' : 'client aborted'
+        request.log.info({ code: typeof error.code === 'string' ? error.code : undefined }, why)
         return sendError(reply, appError('MALFORMED_REQUEST'))
       }
       if (MALFORMED_BODY.has(error.code) || (error instanceof SyntaxError && error.statusCode === 400)) {

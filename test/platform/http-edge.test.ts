@@ -69,6 +69,19 @@ t.test('a body that trickles past REQUEST_TIMEOUT_MS gets 408 with the envelope 
   t.ok(answer.closedAfterMs >= REQUEST_TIMEOUT_MS - 50, `not before the deadline (${Math.round(answer.closedAfterMs)} ms)`)
 })
 
+t.test('a request the server times out is logged as timed out with its request id, never as a client that aborted', async (t) => {
+  const before = lines.length
+  const answer = await exchange(
+    'POST /api/v1/user HTTP/1.1\r\nHost: x\r\nX-API-Key: edge-key\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"a":',
+  )
+  t.equal(answer.status, 408)
+  // The request's own failure (its body cut off by the close) is logged on the next tick.
+  await new Promise((r) => setTimeout(r, 100))
+  const fresh = lines.slice(before)
+  t.notOk(fresh.some((l) => l.msg === 'client aborted'), 'the client did not abort: the server closed it')
+  t.ok(fresh.some((l) => l.msg === 'request timed out' && typeof l.reqId === 'string'), 'the timed-out request is named by its request id')
+})
+
 t.test('headers that never finish get the same 408', async (t) => {
   const answer = await exchange('GET /live HTTP/1.1\r\nHost: x\r\nX-Slow: ')
   t.equal(answer.status, 408)
