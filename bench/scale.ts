@@ -24,7 +24,8 @@ import { type BenchRequest, createBenchRequests, loadOptions } from './requests.
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20)
-const REPLICA_COUNTS = [1, 2, 3]
+// BENCH_REPLICAS='' skips the balancer table (only the Redis comparison runs).
+const REPLICA_COUNTS = (process.env.BENCH_REPLICAS ?? '1,2,3').split(',').filter(Boolean).map(Number)
 
 interface Measurement {
   rps: number
@@ -120,8 +121,8 @@ try {
 
   // The Redis round trip: a replica with REDIS_URL against the in-memory store, directly (no HAProxy).
   const withRedis = replicas[0]!
-  await drive(withRedis.base, requests.getUser, 2)
-  await drive(inMemory.base, requests.getUser, 2)
+  await drive(withRedis.base, requests.getUser, 5)
+  await drive(inMemory.base, requests.getUser, 5) // both warmed alike (the JIT)
   const ratios: number[] = []
   const redisRps: number[] = []
   const memoryRps: number[] = []
