@@ -1,60 +1,35 @@
-// The sliding window in Redis: one list per client holding the accepted requests' timestamps,
-// oldest first, decided by one Lua script (one atomic round trip, no read-then-write race
+// The sliding window in Redis: one sorted set per client holding the accepted requests'
+// timestamps, decided by one Lua script (one atomic round trip, no read-then-write race
 // between replicas). The clock is Redis' own (TIME), so every replica judges the same window.
 import type { Socket } from 'node:net'
 import { Redis } from 'ioredis'
 import type { StoreResult } from './sliding-window-store.js'
 
-// KEYS[1]: the client's list. ARGV: window ms, max. Stamps are microseconds (exact in a double).
-// A request is accepted iff fewer than max accepted ones are in (now - window, now]; rejected ones
-// are not recorded. Returns { current, ttl ms until the oldest accepted request leaves the window }.
-//
-// Every redis.call costs Redis more than the work it does, and Redis' CPU per decision is what
-// bounds all replicas together, so the script makes as few as it can: a list rather than a sorted
-// set (no count to ask for: RPUSH answers it; the new stamp is popped again if over the limit),
-// and stamps that left the window are read past and trimmed only once 8 of them gathered at the
-// head (they are not counted meanwhile). If TIME ever steps back, a stamp out of order is
-// dropped late: the window is only stricter for that while, never looser.
+// KEYS[1]: the client's sorted set. ARGV: window ms, max, a member suffix unique to this request.
+// Scores are microseconds (exact in a double until the year 2255). A request is accepted iff
+// fewer than max accepted ones are in (now - window, now]; rejected ones are not recorded.
+// Returns { current, ttl ms until the oldest accepted request leaves the window }.
 const SLIDING_WINDOW_LUA = `
-local key = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local stamp = t[1] .. string.format('%06d', tonumber(t[2]))
 local window = tonumber(ARGV[1]) * 1000
 local max = tonumber(ARGV[2])
-local cutoff = now - window
-local expired = 0
-local oldest
-repeat
-  local head = redis.call('LRANGE', key, expired, expired + 15)
-  for _, s in ipairs(head) do
-    local at = tonumber(s)
-    if at > cutoff then
-      oldest = at
-      break
-    end
-    expired = expired + 1
-  end
-until oldest or #head < 16
-if expired >= 8 then
-  redis.call('LTRIM', key, expired, -1)
-  expired = 0
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local live = redis.call('ZCARD', KEYS[1])
+local current = max + 1
+if live < max then
+  redis.call('ZADD', KEYS[1], now, now .. ':' .. ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  current = live + 1
 end
-local current = redis.call('RPUSH', key, stamp) - expired
-if current > max then
-  redis.call('RPOP', key)
-  current = max + 1
-else
-  redis.call('PEXPIRE', key, ARGV[1])
-  if not oldest then oldest = now end
-end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local ttl = 0
-if oldest then ttl = math.ceil((oldest + window - now) / 1000) end
+if oldest[2] then ttl = math.ceil((tonumber(oldest[2]) + window - now) / 1000) end
 return { current, ttl }
 `
 
 interface WindowCommands {
-  slidingWindow(key: string, windowMs: number, max: number): Promise<[number, number]>
+  slidingWindow(key: string, windowMs: number, max: number, member: string): Promise<[number, number]>
 }
 
 export type RedisWindowClient = Redis & WindowCommands
@@ -86,12 +61,8 @@ export function createRedisWindowClient({ url, commandTimeoutMs }: RedisWindowOp
   return client as RedisWindowClient
 }
 
-/**
- * Redis key of a rate-limit client (`ip:...` or a key id). `v2`: the list; the sorted sets of
- * earlier releases (`ratelimit:<client>`) are left to expire, so replicas of both kinds never
- * meet a key of the other type during a rolling upgrade (they count apart for one window).
- */
-export const redisKey = (client: string) => `ratelimit:v2:${client}`
+/** Redis key of a rate-limit client (`ip:...` or a key id). */
+export const redisKey = (client: string) => `ratelimit:${client}`
 
 /**
  * Holds the client's socket writes until the end of this turn of the event loop, so that the
@@ -111,9 +82,13 @@ function writeOncePerTurn(redis: RedisWindowClient): void {
   })
 }
 
+let sequence = 0
+const processTag = `${process.pid.toString(36)}.${Math.random().toString(36).slice(2, 8)}`
+
 /** One decision in Redis for `client`. */
 export async function takeInRedis(redis: RedisWindowClient, client: string, windowMs: number, max: number): Promise<StoreResult> {
+  sequence = (sequence + 1) % 1e9
   writeOncePerTurn(redis)
-  const [current, ttl] = await redis.slidingWindow(redisKey(client), windowMs, max)
+  const [current, ttl] = await redis.slidingWindow(redisKey(client), windowMs, max, `${processTag}.${sequence}`)
   return { current, ttl }
 }
