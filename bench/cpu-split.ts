@@ -35,7 +35,9 @@ try {
   bench.setup(SETUP)
   // BENCH_PROFILE: a folder for a V8 CPU profile of the service (bench/profile-summary.ts reads it).
   const service = await startService(bench.url, 3603, process.env.BENCH_PROFILE)
-  const ceiling = await startServer('ceiling', ['--import', 'tsx', 'bench/ceiling-server.ts'], 3604, { DATABASE_URL: bench.url })
+  // BENCH_PROFILE_CEILING: the same for the ceiling (the two profiles side by side).
+  const ceilingProfile = process.env.BENCH_PROFILE_CEILING ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_CEILING}`] : []
+  const ceiling = await startServer('ceiling', [...ceilingProfile, '--import', 'tsx', 'bench/ceiling-server.ts'], 3604, { DATABASE_URL: bench.url })
   const requests = await createBenchRequests(bench.sql, service.base)
   const allCases: [string, Server, () => BenchRequest][] = [
     ['GET user', service, requests.getUser],

@@ -40,8 +40,10 @@ const CATEGORIES: [string, RegExp][] = [
 
 const target = process.argv[2]
 if (!target) throw new Error('usage: profile-summary <profile dir or .cpuprofile file>')
+// In a folder, the newest main-thread profile: Node names them CPU.<date>.<time>.<pid>.<thread>.<n>,
+// and a loader such as tsx adds a worker thread's (thread 1) that holds none of the requests.
 const file = statSync(target).isDirectory()
-  ? path.join(target, readdirSync(target).filter((f) => f.endsWith('.cpuprofile')).sort().at(-1)!)
+  ? path.join(target, readdirSync(target).filter((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f)).sort().at(-1)!)
   : target
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile
 const byId = new Map(profile.nodes.map((n) => [n.id, n]))
