@@ -1,35 +1,43 @@
 // The sliding window in Redis: one sorted set per client holding the accepted requests'
 // timestamps, decided by one Lua script (one atomic round trip, no read-then-write race
 // between replicas). The clock is Redis' own (TIME), so every replica judges the same window.
-import type { Socket } from 'node:net'
 import { Redis } from 'ioredis'
 import type { StoreResult } from './sliding-window-store.js'
 
-// KEYS[1]: the client's sorted set. ARGV: window ms, max, a member suffix unique to this request.
-// Scores are microseconds (exact in a double until the year 2255). A request is accepted iff
-// fewer than max accepted ones are in (now - window, now]; rejected ones are not recorded.
-// Returns { current, ttl ms until the oldest accepted request leaves the window }.
+// One call decides for each key in KEYS in turn (the decisions of one turn of the event loop, see
+// takeInRedis); ARGV holds three values per key: window ms, max, a member suffix unique to that
+// request. Scores are microseconds (exact in a double until the year 2255). A request is accepted
+// iff fewer than max accepted ones are in (now - window, now]; rejected ones are not recorded.
+// Each decision is atomic (a script runs alone); those of one call share one reading of TIME.
+// Returns, per key, current and the ttl in ms until the oldest accepted request leaves the window.
+// The keys of one call may live anywhere: this is for one Redis server, not Redis Cluster.
 const SLIDING_WINDOW_LUA = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local window = tonumber(ARGV[1]) * 1000
-local max = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-local live = redis.call('ZCARD', KEYS[1])
-local current = max + 1
-if live < max then
-  redis.call('ZADD', KEYS[1], now, now .. ':' .. ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  current = live + 1
+local out = {}
+for i, key in ipairs(KEYS) do
+  local window = tonumber(ARGV[3 * i - 2]) * 1000
+  local max = tonumber(ARGV[3 * i - 1])
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  local live = redis.call('ZCARD', key)
+  local current = max + 1
+  if live < max then
+    redis.call('ZADD', key, now, now .. ':' .. ARGV[3 * i])
+    redis.call('PEXPIRE', key, ARGV[3 * i - 2])
+    current = live + 1
+  end
+  local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  local ttl = 0
+  if oldest[2] then ttl = math.ceil((tonumber(oldest[2]) + window - now) / 1000) end
+  out[2 * i - 1] = current
+  out[2 * i] = ttl
 end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local ttl = 0
-if oldest[2] then ttl = math.ceil((tonumber(oldest[2]) + window - now) / 1000) end
-return { current, ttl }
+return out
 `
 
 interface WindowCommands {
-  slidingWindow(key: string, windowMs: number, max: number, member: string): Promise<[number, number]>
+  /** `slidingWindows(n, ...n keys, ...n times [windowMs, max, member])`: n times [current, ttl] */
+  slidingWindows(...args: (string | number)[]): Promise<number[]>
 }
 
 export type RedisWindowClient = Redis & WindowCommands
@@ -54,41 +62,72 @@ export function createRedisWindowClient({ url, commandTimeoutMs }: RedisWindowOp
     // Reconnect after READONLY etc. is not wanted; a failover shows up as errors -> fallback.
     reconnectOnError: () => false,
     // Not ioredis' auto-pipelining: its per-command bookkeeping cost the replica more CPU than
-    // the writes it saves. takeInRedis coalesces the writes instead (writeOncePerTurn).
+    // the writes it saves. takeInRedis sends one command per turn instead.
   })
   // ioredis loads the script once (EVALSHA, EVAL when the server does not know it yet).
-  client.defineCommand('slidingWindow', { numberOfKeys: 1, lua: SLIDING_WINDOW_LUA })
+  client.defineCommand('slidingWindows', { lua: SLIDING_WINDOW_LUA }) // the key count comes first
   return client as RedisWindowClient
 }
 
 /** Redis key of a rate-limit client (`ip:...` or a key id). */
 export const redisKey = (client: string) => `ratelimit:${client}`
 
-/**
- * Holds the client's socket writes until the end of this turn of the event loop, so that the
- * decisions of every request read in one turn leave in one write (Node's cork/uncork) rather
- * than one syscall each. Cheaper than ioredis' auto-pipelining for the same effect; the
- * command timeout still runs from each command's own start.
- */
-const corked = new WeakSet<Socket>()
-function writeOncePerTurn(redis: RedisWindowClient): void {
-  const stream = (redis as unknown as { stream?: Socket }).stream
-  if (!stream || stream.destroyed || corked.has(stream)) return
-  corked.add(stream)
-  stream.cork()
-  setImmediate(() => {
-    corked.delete(stream)
-    stream.uncork()
-  })
+interface Pending {
+  client: string
+  windowMs: number
+  max: number
+  resolve: (result: StoreResult) => void
+  reject: (err: Error) => void
 }
+
+/** Decisions per script call: bounds how long one call holds Redis. */
+const MAX_PER_CALL = 100
+
+/**
+ * The decisions asked for in one turn of the event loop, per client, waiting for its end. They
+ * leave together as one script call: Redis reads, parses, runs and answers one command for all of
+ * them, and ioredis encodes one and parses one reply, instead of one per request. Both costs
+ * are per command, not per decision, and Redis' is paid for every replica on its one core.
+ * A request waits no longer than with one command each (those were held to the end of the turn
+ * too, to leave in one write); a failed or timed-out call sends all of its decisions to the
+ * caller's fallback.
+ */
+const thisTurn = new WeakMap<RedisWindowClient, Pending[]>()
 
 let sequence = 0
 const processTag = `${process.pid.toString(36)}.${Math.random().toString(36).slice(2, 8)}`
 
-/** One decision in Redis for `client`. */
-export async function takeInRedis(redis: RedisWindowClient, client: string, windowMs: number, max: number): Promise<StoreResult> {
-  sequence = (sequence + 1) % 1e9
-  writeOncePerTurn(redis)
-  const [current, ttl] = await redis.slidingWindow(redisKey(client), windowMs, max, `${processTag}.${sequence}`)
-  return { current, ttl }
+function send(redis: RedisWindowClient): void {
+  const pending = thisTurn.get(redis)!
+  thisTurn.delete(redis)
+  for (let from = 0; from < pending.length; from += MAX_PER_CALL) {
+    const part = pending.slice(from, from + MAX_PER_CALL)
+    const args: (string | number)[] = [part.length]
+    for (const d of part) args.push(redisKey(d.client))
+    for (const d of part) {
+      sequence = (sequence + 1) % 1e9
+      args.push(d.windowMs, d.max, `${processTag}.${sequence}`)
+    }
+    redis.slidingWindows(...args).then(
+      (reply) => {
+        for (let i = 0; i < part.length; i++) part[i]!.resolve({ current: reply[2 * i]!, ttl: reply[2 * i + 1]! })
+      },
+      (err: Error) => {
+        for (const d of part) d.reject(err)
+      },
+    )
+  }
+}
+
+/** One decision in Redis for `client`, sent with the others of this turn. */
+export function takeInRedis(redis: RedisWindowClient, client: string, windowMs: number, max: number): Promise<StoreResult> {
+  return new Promise((resolve, reject) => {
+    let pending = thisTurn.get(redis)
+    if (!pending) {
+      pending = []
+      thisTurn.set(redis, pending)
+      setImmediate(send, redis)
+    }
+    pending.push({ client, windowMs, max, resolve, reject })
+  })
 }

@@ -52,22 +52,29 @@ t.test('current and ttl match the in-memory store', async (t) => {
   t.equal((await takeInRedis(redis, 'other', 60_000, 2)).current, 1, 'clients are independent')
 })
 
-t.test('the decisions taken in one turn of the event loop leave in one socket write, answered in order', async (t) => {
+/** Script calls Redis has run so far (EVALSHA and EVAL), from its own command statistics. */
+async function scriptCalls(redis: RedisWindowClient): Promise<number> {
+  const stats = await redis.info('commandstats')
+  return [...stats.matchAll(/^cmdstat_eval(?:sha)?:calls=(\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0)
+}
+
+t.test('the decisions taken in one turn of the event loop leave as one script call, answered in order', async (t) => {
   const server = await startPrivateRedis(t)
   const redis = await client(t, server.url)
   await takeInRedis(redis, 'warm', 60_000, 100) // the script is loaded (EVAL once, then EVALSHA)
-  // Counts the writes that reach the real socket (Node calls _writev for a corked batch).
-  const stream = (redis as unknown as { stream: { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void } }).stream
-  let writes = 0
-  const write = stream._write.bind(stream)
-  const writev = stream._writev.bind(stream)
-  stream._write = (...a) => { writes++; write(...a) }
-  stream._writev = (...a) => { writes++; writev(...a) }
-  const results = await Promise.all(Array.from({ length: 50 }, () => takeInRedis(redis, 'turn', 60_000, 40)))
-  t.equal(writes, 1, '50 decisions, one write')
-  t.same(results.map((r) => r.current), [...Array.from({ length: 40 }, (_, i) => i + 1), ...Array(10).fill(41)], 'each decided in the order it was taken')
+  const before = await scriptCalls(redis)
+  const results = await Promise.all(Array.from({ length: 50 }, (_, i) => takeInRedis(redis, i % 2 ? 'odd' : 'turn', 60_000, 20)))
+  t.equal((await scriptCalls(redis)) - before, 1, '50 decisions, one call')
+  const turn = results.filter((_, i) => i % 2 === 0).map((r) => r.current)
+  t.same(turn, [...Array.from({ length: 20 }, (_, i) => i + 1), ...Array(5).fill(21)], "each client's decisions in the order they were taken")
+  t.same(results.filter((_, i) => i % 2).map((r) => r.current), turn, 'clients in one call are counted apart')
   await takeInRedis(redis, 'turn', 60_000, 40)
-  t.equal(writes, 2, 'a later turn writes again')
+  t.equal((await scriptCalls(redis)) - before, 2, 'a later turn calls again')
+
+  // A turn with more decisions than one call takes (100) is split, still in order.
+  const many = await Promise.all(Array.from({ length: 250 }, () => takeInRedis(redis, 'many', 60_000, 1000)))
+  t.same(many.map((r) => r.current), Array.from({ length: 250 }, (_, i) => i + 1))
+  t.equal((await scriptCalls(redis)) - before, 5, '250 decisions, three calls')
 })
 
 t.test('Redis down or paused: decisions fall back to the local window; sharing returns when it answers', async (t) => {
