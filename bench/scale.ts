@@ -202,7 +202,7 @@ try {
     `**${cpuRatio.toFixed(3)}** in requests per replica CPU second (in-memory µs / Redis µs per request).`,
     '',
     `Redis' own CPU per decision (INFO, user + system): ${redisOwnCpu.map((x) => x.toFixed(1)).join(', ')} µs, median ${median(redisOwnCpu).toFixed(1)};`,
-    `a single Redis core decides for at most ~${Math.round(1e6 / median(redisOwnCpu))} requests/s across all replicas at this rate.`,
+    `at that cost one Redis core judges about ${Math.round(1e6 / median(redisOwnCpu))} requests/s for all replicas together.`,
     `The load generator's core was busy ${percent(loadBusy.redis)} with Redis, ${percent(loadBusy.memory)} with the in-memory store (median):`,
     'Redis works on that core here, so in req/s the Redis store also pays for its own decisions there.',
     '',
