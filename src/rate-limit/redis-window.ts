@@ -10,7 +10,8 @@ import type { StoreResult } from './sliding-window-store.js'
 // iff fewer than max accepted ones are in (now - window, now]; rejected ones are not recorded.
 // Each decision is atomic (a script runs alone); those of one call share one reading of TIME.
 // Returns, per key, current and the ttl in ms until the oldest accepted request leaves the window.
-// The keys of one call may live anywhere: this is for one Redis server, not Redis Cluster.
+// One call touches many clients' keys: fine on one Redis server, not on Redis Cluster (the keys of
+// one script call must share a slot there).
 const SLIDING_WINDOW_LUA = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -88,9 +89,9 @@ const MAX_PER_CALL = 100
  * leave together as one script call: Redis reads, parses, runs and answers one command for all of
  * them, and ioredis encodes one and parses one reply, instead of one per request. Both costs
  * are per command, not per decision, and Redis' is paid for every replica on its one core.
- * A request waits no longer than with one command each (those were held to the end of the turn
- * too, to leave in one write); a failed or timed-out call sends all of its decisions to the
- * caller's fallback.
+ * A decision waits at most until the end of the turn it was asked in (the writes of one command
+ * each would be held that long too, to leave in one syscall); a failed or timed-out call sends
+ * all of its decisions to the caller's fallback.
  */
 const thisTurn = new WeakMap<RedisWindowClient, Pending[]>()
 
