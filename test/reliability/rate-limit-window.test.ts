@@ -63,3 +63,16 @@ t.test('over HTTP: 2 + 2 requests, then 4 just after the first pair expired: onl
   t.equal(burst.filter((s) => s === 404).length, 2, `a fixed window would pass all 4: ${burst}`)
   t.equal(burst.filter((s) => s === 429).length, 2)
 })
+
+t.test('clients without a key are limited by address: IPv6 by its /64, IPv4-mapped as IPv4', async (t) => {
+  const api = await buildTestApp(t, { RATE_LIMIT_MAX: '2', RATE_LIMIT_WINDOW_MS: '60000' })
+  const url = `/api/v1/user/${randomUUID()}/by-address`
+  const status = async (remoteAddress: string) => (await api.request({ method: 'GET', url, key: null, remoteAddress })).statusCode
+  // Two hosts in one /64 (an attacker rotating its addresses) share one window.
+  t.same([await status('2001:db8:1:2::1'), await status('2001:db8:1:2:ffff::9')], [401, 401])
+  t.equal(await status('2001:db8:1:2:abcd::1'), 429, 'a third address in the same /64 is over the limit')
+  t.equal(await status('2001:db8:1:3::1'), 401, 'the next /64 is another client')
+  t.same([await status('203.0.113.9'), await status('::ffff:203.0.113.9')], [401, 401])
+  t.equal(await status('203.0.113.9'), 429, 'an IPv4-mapped address counts as its IPv4 address')
+  t.equal(await status('203.0.113.10'), 401, 'IPv4 addresses are clients one by one')
+})
