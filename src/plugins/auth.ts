@@ -23,7 +23,7 @@ export default fp(
     fastify.decorateRequest('apiKey', {
       getter() {
         const memo = this as unknown as Record<symbol, ApiKeyIdentity | null>
-        if (!(IDENTIFIED in memo)) memo[IDENTIFIED] = registry.identify(this.headers['x-api-key'])
+        if (!(IDENTIFIED in memo)) memo[IDENTIFIED] = registry.identify(this.headers['x-api-key'], Date.now(), this.raw.socket ?? undefined)
         return memo[IDENTIFIED]!
       },
     })
