@@ -33,10 +33,14 @@ app.post<{ Body: { system_user_id: string; system_uuid: string; full_name: strin
 
 // A replay on the bare stack: the JSON body parsed, the stored answer read by its primary key and
 // sent as it is. No validation, no request hash. The floor for "a replay costs no more than a read".
+// The answer is the one the service stored for the bench's key: REPLAY_KEY_ID is that key's id.
+const replayKeyId = process.env.REPLAY_KEY_ID ?? ''
 app.post<{ Body: Record<string, unknown> }>('/replay/api/v1/user', async (req, reply) => {
   const key = req.headers['idempotency-key'] as string
-  const [stored] = await sql`select status_code, response_body from idempotency_records where key_id = '' and scope = '/api/v1/user' and idempotency_key = ${key} and expires_at > now() and status_code is not null`
-  return reply.code(stored!.status_code).type('application/json').send(stored!.response_body)
+  const [stored] = await sql`select status_code, response_body from idempotency_records where key_id = ${replayKeyId} and scope = '/api/v1/user' and idempotency_key = ${key} and expires_at > now() and status_code is not null`
+  // No stored answer is the bench's own mistake: a 404 the harness counts, never a cheap throw.
+  if (!stored) return reply.code(404).send({ error: 'no stored answer' })
+  return reply.code(stored.status_code).type('application/json').send(stored.response_body)
 })
 
 app.patch<{ Params: { system_uuid: string; system_user_id: string }; Body: { username: string } }>('/api/v1/user/:system_uuid/:system_user_id', async (req, reply) => {

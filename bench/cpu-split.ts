@@ -15,7 +15,7 @@ import {
   createBenchDatabase,
   median,
   postgresCpuTicks,
-  startServer,
+  startCeiling,
   startService,
   stopServers,
 } from './harness.js'
@@ -37,7 +37,7 @@ try {
   const service = await startService(bench.url, 3603, process.env.BENCH_PROFILE)
   // BENCH_PROFILE_CEILING: the same for the ceiling (the two profiles side by side).
   const ceilingProfile = process.env.BENCH_PROFILE_CEILING ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_CEILING}`] : []
-  const ceiling = await startServer('ceiling', [...ceilingProfile, '--import', 'tsx', 'bench/ceiling-server.ts'], 3604, { DATABASE_URL: bench.url })
+  const ceiling = await startCeiling(bench.url, 3604, ceilingProfile)
   const requests = await createBenchRequests(bench.sql, service.base)
   const allCases: [string, Server, () => BenchRequest][] = [
     ['GET user', service, requests.getUser],
@@ -50,7 +50,7 @@ try {
   // BENCH_CASES: comma-separated name prefixes (as in `make bench`); by default GET user and the replay.
   const wanted = (process.env.BENCH_CASES ?? 'GET user,POST user (replay)').split(',').map((c) => c.trim())
   const cases = allCases.filter(([name]) => wanted.some((w) => name.startsWith(w)))
-  const figures = new Map(cases.map(([name]) => [name, { rps: [] as number[], server: [] as number[], postgres: [] as number[], serverCore: [] as number[], loadCore: [] as number[] }]))
+  const figures = new Map(cases.map(([name]) => [name, { rps: [] as number[], server: [] as number[], postgres: [] as number[], serverCore: [] as number[], loadCore: [] as number[], bad: 0 }]))
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, server, next] of round % 2 ? [...cases].reverse() : cases) {
       await autocannon(loadOptions(server.base, 50, 1, next))
@@ -64,13 +64,14 @@ try {
       f.postgres.push(((p1 - p0) * US_PER_TICK) / done)
       f.serverCore.push(share(c0, c1))
       f.loadCore.push(share(l0, l1))
+      f.bad += result.non2xx + result.errors
     }
   }
-  console.log(`| case | req/s | server µs/request | PostgreSQL µs/request | sum | servers' core busy | load core busy |\n|---|---|---|---|---|---|---|`)
+  console.log(`| case | req/s | server µs/request | PostgreSQL µs/request | sum | servers' core busy | load core busy | non-2xx |\n|---|---|---|---|---|---|---|---|`)
   for (const [name, f] of figures) {
     const [s, p] = [median(f.server), median(f.postgres)]
     const pct = (xs: number[]) => `${(median(xs) * 100).toFixed(0)} %`
-    console.log(`| ${name} | ${Math.round(median(f.rps))} | ${s.toFixed(1)} | ${p.toFixed(1)} | ${(s + p).toFixed(1)} | ${pct(f.serverCore)} | ${pct(f.loadCore)} |`)
+    console.log(`| ${name} | ${Math.round(median(f.rps))} | ${s.toFixed(1)} | ${p.toFixed(1)} | ${(s + p).toFixed(1)} | ${pct(f.serverCore)} | ${pct(f.loadCore)} | ${f.bad} |`)
   }
   console.log(`(${SETUP} set-up; medians of ${ROUNDS} rounds of ${SECONDS} s; the load generator's own CPU is on the other core and not counted)`)
 } finally {

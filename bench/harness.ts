@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
 import { migrate } from '../src/db/migrate.js'
 import { projectRoot } from '../src/paths.js'
+import { legacyKeyId } from '../src/auth/api-keys.js'
 import { ADMIN_URL, databaseUrl } from '../test/helpers/database.js'
 
 export const API_KEY = 'bench-key'
@@ -219,6 +220,11 @@ export function startService(databaseUrl: string, port: number, profileDir?: str
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     SHUTDOWN_DRAIN_MS: '0',
   })
+}
+
+/** The bare-stack ceiling (bench/ceiling-server.ts); its replay route reads the answers stored for the service's bench key. */
+export function startCeiling(databaseUrl: string, port: number, nodeArgs: string[] = []): Promise<Server> {
+  return startServer('ceiling', [...nodeArgs, '--import', 'tsx', 'bench/ceiling-server.ts'], port, { DATABASE_URL: databaseUrl, REPLAY_KEY_ID: legacyKeyId(API_KEY) })
 }
 
 /** SIGTERM to every server started here; resolves when all have exited (profiles are written on exit). */

@@ -44,7 +44,8 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
     select c.conspectus_uuid::text as id, u.system_user_id, u.system_uuid from conspectuses c join users u on u.client_uuid = c.user_id`
   // User bodies carry a time zone, as a client's usually do.
   const replayBody = JSON.stringify({ system_user_id: 'replay-user', system_uuid: randomUUID(), full_name: 'Replay', timezone: 'Europe/Berlin' })
-  await fetch(`${serviceBase}/api/v1/user`, { method: 'POST', body: replayBody, headers: { ...JSON_HEADERS, 'idempotency-key': REPLAY_KEY } })
+  const stored = await fetch(`${serviceBase}/api/v1/user`, { method: 'POST', body: replayBody, headers: { ...JSON_HEADERS, 'idempotency-key': REPLAY_KEY } })
+  if (stored.status !== 201) throw new Error(`storing the answer to replay: ${stored.status}`)
 
   let n = 0
   const nextUser = () => users[n++ % users.length]!

@@ -10,7 +10,7 @@ import os from 'node:os'
 import path from 'node:path'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
-import { API_KEY as KEY, LOAD_CPU, SERVER_CPU, type Setup, createBenchDatabase, median, startServer, startService, stopServers } from './harness.js'
+import { API_KEY as KEY, LOAD_CPU, SERVER_CPU, type Setup, createBenchDatabase, median, startCeiling, startService, stopServers } from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
 import { METRICS_WINDOWS, METRICS_TARGETS_MS, seedDocsSearch, TELEMETRY_SHAPE } from './telemetry-seed.js'
 
@@ -83,7 +83,7 @@ const sql = bench.sql
 try {
   // BENCH_PROFILE: a folder for a V8 CPU profile of the service, written when it stops.
   const service = (await startService(bench.url, 3601, process.env.BENCH_PROFILE)).base
-  const ceiling = (await startServer('ceiling', ['--import', 'tsx', 'bench/ceiling-server.ts'], 3602, { DATABASE_URL: bench.url })).base
+  const ceiling = (await startCeiling(bench.url, 3602)).base
   const requests = await createBenchRequests(sql, service)
 
   // Targets: the issue's, for 50 connections in the node-bound set-up.
@@ -100,7 +100,7 @@ try {
   ]
 
   const rows: string[] = []
-  const results: { setup: Setup; c: Case; connections: number; rps: number; ratio: number; p99Ratio: number; bad: number }[] = []
+  const results: { setup: Setup; c: Case; connections: number; rps: number; ratio: number; p99Ratio: number; bad: number; ceilingBad: number }[] = []
   for (const c of cases) {
     if (ONLY && !ONLY.some((prefix) => c.name.toLowerCase().startsWith(prefix))) continue
     const ceilingRequest = c.ceilingRequest ?? c.request
@@ -127,9 +127,11 @@ try {
         const s = pairs.map((p) => p.s)
         const r = pairs.map((p) => p.r)
         const bad = s.reduce((a, x) => a + x.bad, 0)
-        results.push({ setup, c, connections, rps: median(s.map((x) => x.rps)) * per, ratio: median(ratios), p99Ratio: median(p99Ratios), bad })
+        // A ceiling that answers errors measures its error path: the pair is void, and the row says so.
+        const ceilingBad = r.reduce((a, x) => a + x.bad, 0)
+        results.push({ setup, c, connections, rps: median(s.map((x) => x.rps)) * per, ratio: median(ratios), p99Ratio: median(p99Ratios), bad, ceilingBad })
         rows.push(
-          `| ${c.name} | ${SETUP_LABEL[setup]} | ${connections} | ${Math.round(median(s.map((x) => x.rps)) * per)} | ${Math.round(median(r.map((x) => x.rps)) * per)} | **${median(ratios).toFixed(2)}** (${range(ratios, 2)}) | ${median(s.map((x) => x.p50))} / ${median(s.map((x) => x.p99))} | ${median(r.map((x) => x.p50))} / ${median(r.map((x) => x.p99))} | ${bad} |`,
+          `| ${c.name} | ${SETUP_LABEL[setup]} | ${connections} | ${Math.round(median(s.map((x) => x.rps)) * per)} | ${Math.round(median(r.map((x) => x.rps)) * per)} | **${median(ratios).toFixed(2)}** (${range(ratios, 2)}) | ${median(s.map((x) => x.p50))} / ${median(s.map((x) => x.p99))} | ${median(r.map((x) => x.p50))} / ${median(r.map((x) => x.p99))} | ${bad}${ceilingBad > 0 ? ` (ceiling: ${ceilingBad})` : ''} |`,
         )
         console.log(rows.at(-1))
       }
@@ -169,7 +171,9 @@ try {
     .map((r) => {
       const before = BEFORE[r.c.name]
       const goal =
-        r.setup === 'node-bound'
+        r.ceilingBad > 0
+          ? `**void**: the ceiling answered ${r.ceilingBad} non-2xx`
+          : r.setup === 'node-bound'
           ? `≥ ${r.c.target.toFixed(2)}, p99 ≤ 2×, 0 non-2xx: ${met(r.ratio >= r.c.target && r.p99Ratio <= 2 && r.bad === 0)}`
           : before === undefined
             ? `(no earlier figure); p99 ≤ 2×, 0 non-2xx: ${met(r.p99Ratio <= 2 && r.bad === 0)}`
