@@ -4,12 +4,16 @@
 import { Redis } from 'ioredis'
 import type { StoreResult } from './sliding-window-store.js'
 
-// One call decides for each key in KEYS in turn (the decisions of one turn of the event loop, see
-// takeInRedis); ARGV holds three values per key: window ms, max, a member suffix unique to that
-// request. Scores are microseconds (exact in a double until the year 2255). A request is accepted
-// iff fewer than max accepted ones are in (now - window, now]; rejected ones are not recorded.
-// Each decision is atomic (a script runs alone); those of one call share one reading of TIME.
-// Returns, per key, current and the ttl in ms until the oldest accepted request leaves the window.
+// One call decides for each group in turn (a group: the decisions one replica took for one
+// client, with one quota, in one turn of its event loop; see takeInRedis). KEYS holds a key per
+// group; ARGV four values per group: window ms, max, the number of decisions, and a member prefix
+// unique to the group. Scores are microseconds (exact in a double until the year 2255). A request
+// is accepted iff fewer than max accepted ones are in (now - window, now]; rejected ones are not
+// recorded. The decisions of one call share one reading of TIME, so a group's decisions are the
+// same as taking them one by one at that instant: the window expires once, the first
+// max - live are accepted (added in one ZADD), the rest rejected, and all share one ttl. Each group
+// is atomic (a script runs alone). Returns, per group, the live count before it and the ttl in ms
+// until the oldest accepted request leaves the window.
 // One call touches many clients' keys: fine on one Redis server, not on Redis Cluster (the keys of
 // one script call must share a slot there).
 const SLIDING_WINDOW_LUA = `
@@ -17,27 +21,33 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local out = {}
 for i, key in ipairs(KEYS) do
-  local window = tonumber(ARGV[3 * i - 2]) * 1000
-  local max = tonumber(ARGV[3 * i - 1])
+  local window = tonumber(ARGV[4 * i - 3]) * 1000
+  local max = tonumber(ARGV[4 * i - 2])
+  local count = tonumber(ARGV[4 * i - 1])
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
   local live = redis.call('ZCARD', key)
-  local current = max + 1
-  if live < max then
-    redis.call('ZADD', key, now, now .. ':' .. ARGV[3 * i])
-    redis.call('PEXPIRE', key, ARGV[3 * i - 2])
-    current = live + 1
+  local accepted = math.min(count, math.max(0, max - live))
+  if accepted > 0 then
+    local prefix = now .. ':' .. ARGV[4 * i] .. '.'
+    local members = {}
+    for j = 1, accepted do
+      members[2 * j - 1] = now
+      members[2 * j] = prefix .. j
+    end
+    redis.call('ZADD', key, unpack(members))
+    redis.call('PEXPIRE', key, ARGV[4 * i - 3])
   end
   local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   local ttl = 0
   if oldest[2] then ttl = math.ceil((tonumber(oldest[2]) + window - now) / 1000) end
-  out[2 * i - 1] = current
+  out[2 * i - 1] = live
   out[2 * i] = ttl
 end
 return out
 `
 
 interface WindowCommands {
-  /** `slidingWindows(n, ...n keys, ...n times [windowMs, max, member])`: n times [current, ttl] */
+  /** `slidingWindows(n, ...n keys, ...n times [windowMs, max, decisions, member prefix])`: n times [live before, ttl] */
   slidingWindows(...args: (string | number)[]): Promise<number[]>
 }
 
@@ -74,61 +84,95 @@ export function createRedisWindowClient({ url, commandTimeoutMs }: RedisWindowOp
 export const redisKey = (client: string) => `ratelimit:${client}`
 
 interface Pending {
+  resolve: (result: StoreResult) => void
+  reject: (err: Error) => void
+}
+
+/** The decisions of one turn for one client and quota, in the order they were asked for. */
+interface Group {
   client: string
   windowMs: number
   max: number
-  resolve: (result: StoreResult) => void
-  reject: (err: Error) => void
+  decisions: Pending[]
 }
 
 /** Decisions per script call: bounds how long one call holds Redis. */
 const MAX_PER_CALL = 100
 
 /**
- * The decisions asked for in one turn of the event loop, per client, waiting for its end. They
- * leave together as one script call: Redis reads, parses, runs and answers one command for all of
- * them, and ioredis encodes one and parses one reply, instead of one per request. Both costs
- * are per command, not per decision, and Redis' is paid for every replica on its one core.
- * A decision waits at most until the end of the turn it was asked in (the writes of one command
- * each would be held that long too, to leave in one syscall); a failed or timed-out call sends
- * all of its decisions to the caller's fallback.
+ * The decisions asked for in one turn of the event loop, grouped by client and quota, waiting for
+ * the turn's end. They leave together as one script call: Redis reads, parses, runs and answers
+ * one command for all of them, and ioredis encodes one and parses one reply, instead of one per
+ * request; a client's group costs Redis the commands of one decision, however many it holds (a
+ * busy partner's requests often arrive together). These costs are per command and per group, not
+ * per decision, and Redis' is paid for every replica on its one core. A decision waits at most
+ * until the end of the turn it was asked in (the writes of one command each would be held that
+ * long too, to leave in one syscall); a failed or timed-out call sends all of its decisions to the
+ * caller's fallback.
  */
-const thisTurn = new WeakMap<RedisWindowClient, Pending[]>()
+const thisTurn = new WeakMap<RedisWindowClient, Map<string, Group>>()
 
 let sequence = 0
 const processTag = `${process.pid.toString(36)}.${Math.random().toString(36).slice(2, 8)}`
 
 function send(redis: RedisWindowClient): void {
-  const pending = thisTurn.get(redis)!
+  const groups = thisTurn.get(redis)!
   thisTurn.delete(redis)
-  for (let from = 0; from < pending.length; from += MAX_PER_CALL) {
-    const part = pending.slice(from, from + MAX_PER_CALL)
-    const args: (string | number)[] = [part.length]
-    for (const d of part) args.push(redisKey(d.client))
-    for (const d of part) {
-      sequence = (sequence + 1) % 1e9
-      args.push(d.windowMs, d.max, `${processTag}.${sequence}`)
+  let call: Group[] = []
+  let size = 0
+  for (const group of groups.values()) {
+    for (let from = 0; from < group.decisions.length; from += MAX_PER_CALL) {
+      const part = group.decisions.length <= MAX_PER_CALL ? group : { ...group, decisions: group.decisions.slice(from, from + MAX_PER_CALL) }
+      if (size + part.decisions.length > MAX_PER_CALL) {
+        sendCall(redis, call)
+        call = []
+        size = 0
+      }
+      call.push(part)
+      size += part.decisions.length
     }
-    redis.slidingWindows(...args).then(
-      (reply) => {
-        for (let i = 0; i < part.length; i++) part[i]!.resolve({ current: reply[2 * i]!, ttl: reply[2 * i + 1]! })
-      },
-      (err: Error) => {
-        for (const d of part) d.reject(err)
-      },
-    )
   }
+  if (call.length > 0) sendCall(redis, call)
+}
+
+function sendCall(redis: RedisWindowClient, groups: Group[]): void {
+  const args: (string | number)[] = [groups.length]
+  for (const group of groups) args.push(redisKey(group.client))
+  for (const group of groups) {
+    sequence = (sequence + 1) % 1e9
+    args.push(group.windowMs, group.max, group.decisions.length, `${processTag}.${sequence}`)
+  }
+  redis.slidingWindows(...args).then(
+    (reply) => {
+      for (let i = 0; i < groups.length; i++) {
+        const { max, decisions } = groups[i]!
+        const live = reply[2 * i]!
+        const ttl = reply[2 * i + 1]!
+        // As if taken one by one: the j-th is accepted while the window still has room.
+        for (let j = 0; j < decisions.length; j++) decisions[j]!.resolve({ current: live + j < max ? live + j + 1 : max + 1, ttl })
+      }
+    },
+    (err: Error) => {
+      for (const group of groups) for (const d of group.decisions) d.reject(err)
+    },
+  )
 }
 
 /** One decision in Redis for `client`, sent with the others of this turn. */
 export function takeInRedis(redis: RedisWindowClient, client: string, windowMs: number, max: number): Promise<StoreResult> {
   return new Promise((resolve, reject) => {
-    let pending = thisTurn.get(redis)
-    if (!pending) {
-      pending = []
-      thisTurn.set(redis, pending)
+    let groups = thisTurn.get(redis)
+    if (!groups) {
+      groups = new Map()
+      thisTurn.set(redis, groups)
       setImmediate(send, redis)
     }
-    pending.push({ client, windowMs, max, resolve, reject })
+    const groupKey = `${windowMs} ${max} ${client}`
+    let group = groups.get(groupKey)
+    if (!group) {
+      group = { client, windowMs, max, decisions: [] }
+      groups.set(groupKey, group)
+    }
+    group.decisions.push({ resolve, reject })
   })
 }

@@ -77,6 +77,29 @@ t.test('the decisions taken in one turn of the event loop leave as one script ca
   t.equal((await scriptCalls(redis)) - before, 5, '250 decisions, three calls')
 })
 
+/** How many times Redis has run a command (scripts' own commands included), from INFO commandstats. */
+async function commandCalls(redis: RedisWindowClient, command: string): Promise<number> {
+  const stats = await redis.info('commandstats')
+  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0)
+}
+
+t.test("one client's decisions of one turn cost Redis the commands of one decision, with the same answers", async (t) => {
+  const server = await startPrivateRedis(t)
+  const redis = await client(t, server.url)
+  await takeInRedis(redis, 'warm', 60_000, 100)
+  const [zadd, zrem] = [await commandCalls(redis, 'zadd'), await commandCalls(redis, 'zremrangebyscore')]
+  const results = await Promise.all(Array.from({ length: 50 }, () => takeInRedis(redis, 'hot', 60_000, 30)))
+  t.equal((await commandCalls(redis, 'zadd')) - zadd, 1, '30 accepted requests, one ZADD')
+  t.equal((await commandCalls(redis, 'zremrangebyscore')) - zrem, 1, 'the window expired once')
+  t.same(results.map((r) => r.current), [...Array.from({ length: 30 }, (_, i) => i + 1), ...Array(20).fill(31)], 'as if taken one by one')
+  t.equal(new Set(results.map((r) => r.ttl)).size, 1, 'one ttl for the group')
+  t.equal(await redis.zcard(redisKey('hot')), 30, 'every accepted request is its own member')
+  const later = await Promise.all([takeInRedis(redis, 'hot', 60_000, 30), takeInRedis(redis, 'hot', 60_000, 32)])
+  t.equal(later[0]!.current, 31, 'the full window refuses: max + 1')
+  t.equal(later[1]!.current, 31, 'a larger quota for the same client is its own group: the 31st live request')
+  t.equal(await redis.zcard(redisKey('hot')), 31)
+})
+
 t.test('Redis down or paused: decisions fall back to the local window; sharing returns when it answers', async (t) => {
   const server = await startPrivateRedis(t)
   const redis = createRedisWindowClient({ url: server.url, commandTimeoutMs: 50 })
