@@ -64,10 +64,13 @@ export default fp(
     const local = new SlidingWindowStore()
     const store = config.redisUrl ? sharedStore(fastify, config.redisUrl, config.redisCommandTimeoutMs, local, fallbacks) : local
 
+    // Without any key's own quota, the numbers themselves: @fastify/rate-limit then awaits no
+    // function for them on each request.
+    const perKeyQuotas = config.apiKeyEntries.some((entry) => entry.rateLimit !== null)
     await fastify.register(rateLimit, {
       global: false,
-      max: (request) => quotaFor(request).max,
-      timeWindow: (request) => quotaFor(request).windowMs,
+      max: perKeyQuotas ? (request) => quotaFor(request).max : defaults.max,
+      timeWindow: perKeyQuotas ? (request) => quotaFor(request).windowMs : defaults.windowMs,
       // @fastify/rate-limit constructs the store with `new`; this hands it the one built above.
       store: function useStore() {
         return store
@@ -90,12 +93,18 @@ export default fp(
       reply.header('ratelimit-policy', policy)
       reply.header('ratelimit', ietf.rateLimit(Number(remaining), Number(reply.getHeader('x-ratelimit-reset'))))
     }
-    const limitHook: onRequestHookHandler = async function (request, reply) {
-      try {
-        await limit.call(this, request, reply)
-      } finally {
-        describe(request, reply)
-      }
+    // A callback hook around the library's async one: no promise of its own per request.
+    const limitHook: onRequestHookHandler = function (request, reply, done) {
+      limit.call(this, request, reply).then(
+        () => {
+          describe(request, reply)
+          done()
+        },
+        (err: Error) => {
+          describe(request, reply)
+          done(err)
+        },
+      )
     }
     fastify.decorate('rateLimitHook', limitHook)
   },
