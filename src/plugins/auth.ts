@@ -20,11 +20,13 @@ const IDENTIFIED = Symbol('apiKey')
 export default fp(
   async (fastify) => {
     const registry = createApiKeyRegistry(fastify.config.apiKeys, fastify.config.apiKeyEntries)
+    // Declared up front (undefined: not identified yet), so that every request has it from the start.
+    fastify.decorateRequest(IDENTIFIED as unknown as string, undefined)
     fastify.decorateRequest('apiKey', {
       getter() {
-        const memo = this as unknown as Record<symbol, ApiKeyIdentity | null>
-        if (!(IDENTIFIED in memo)) memo[IDENTIFIED] = registry.identify(this.headers['x-api-key'], Date.now(), this.raw.socket ?? undefined)
-        return memo[IDENTIFIED]!
+        const memo = this as unknown as Record<symbol, ApiKeyIdentity | null | undefined>
+        if (memo[IDENTIFIED] === undefined) memo[IDENTIFIED] = registry.identify(this.headers['x-api-key'], Date.now(), this.raw.socket ?? undefined)
+        return memo[IDENTIFIED]
       },
     })
     fastify.decorateRequest('apiKeyId', {

@@ -156,9 +156,11 @@ export default fp(
     const loadShedSeries = routeCounter(loadShed)
 
     fastify.addHook('onResponse', (request, reply, done) => {
-      if (request.routeOptions.url !== '/metrics') {
+      // routeOptions is built anew on every read: read once.
+      const url = request.routeOptions.url
+      if (url !== '/metrics') {
         const status = reply.statusCode
-        const route = routeSeries(`${request.method} ${request.routeOptions.url} ${status}`, request, reply)
+        const route = routeSeries(`${request.method} ${url} ${status}`, request, reply)
         route.duration.observe(reply.elapsedTime / 1000)
         route.requests.inc()
         if (status >= 400) countError(request, reply, status)
