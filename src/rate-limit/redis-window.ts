@@ -57,13 +57,15 @@ export interface RedisWindowOptions {
   url: string
   /** A command slower than this fails (and the caller falls back). */
   commandTimeoutMs: number
+  /** How long a decision may wait behind a call in flight before it is sent anyway (default 2 ms). */
+  holdMs?: number
 }
 
 /**
  * An ioredis client that never queues or waits: no offline queue (a command while disconnected
  * fails at once), a short command timeout, and reconnection in the background at most 1 s apart.
  */
-export function createRedisWindowClient({ url, commandTimeoutMs }: RedisWindowOptions): RedisWindowClient {
+export function createRedisWindowClient({ url, commandTimeoutMs, holdMs = HOLD_MS }: RedisWindowOptions): RedisWindowClient {
   const client = new Redis(url, {
     enableOfflineQueue: false,
     commandTimeout: commandTimeoutMs,
@@ -77,6 +79,7 @@ export function createRedisWindowClient({ url, commandTimeoutMs }: RedisWindowOp
   })
   // ioredis loads the script once (EVALSHA, EVAL when the server does not know it yet).
   client.defineCommand('slidingWindows', { lua: SLIDING_WINDOW_LUA }) // the key count comes first
+  batching.set(client as RedisWindowClient, { waiting: null, due: false, hold: undefined, inFlight: 0, holdMs })
   return client as RedisWindowClient
 }
 
@@ -99,32 +102,62 @@ interface Group {
 /** Decisions per script call: bounds how long one call holds Redis. */
 const MAX_PER_CALL = 100
 
+/** How long a decision may wait behind a call in flight before it is sent anyway. */
+const HOLD_MS = 2
+
 /**
- * The decisions asked for in one turn of the event loop, grouped by client and quota, waiting for
- * the turn's end. They leave together as one script call: Redis reads, parses, runs and answers
- * one command for all of them, and ioredis encodes one and parses one reply, instead of one per
- * request; a client's group costs Redis the commands of one decision, however many it holds (a
- * busy partner's requests often arrive together). These costs are per command and per group, not
- * per decision, and Redis' is paid for every replica on its one core. A decision waits at most
- * until the end of the turn it was asked in (the writes of one command each would be held that
- * long too, to leave in one syscall); a failed or timed-out call sends all of its decisions to the
- * caller's fallback.
+ * When decisions leave. A decision asked while no call of this client is in flight leaves at the
+ * end of its event-loop turn, with the others of that turn. One asked while a call is in flight
+ * waits for that call's answer (at most holdMs, then it leaves anyway), and leaves with all the
+ * others asked meanwhile. Under load the calls so grow with the round trip instead of staying at
+ * the few requests of one turn; each call's cost to Redis (reading, parsing and running one
+ * command) and to ioredis is per call and per group, not per decision, and Redis' is paid for
+ * every replica on its one core. The decisions of one call are grouped by client and quota: a
+ * client's group costs Redis the commands of one decision, however many it holds (a busy
+ * partner's requests often arrive together). A failed or timed-out call sends its decisions, and
+ * those waiting behind it, to the caller's fallback: none waits longer than holdMs plus the
+ * command timeout.
  */
-const thisTurn = new WeakMap<RedisWindowClient, Map<string, Group>>()
+interface Batching {
+  /** The decisions not sent yet, grouped by client and quota, in the order they were asked for. */
+  waiting: Map<string, Group> | null
+  /** A send of `waiting` is due (end of turn, or holdMs behind a call in flight). */
+  due: boolean
+  hold: NodeJS.Timeout | undefined
+  inFlight: number
+  holdMs: number
+}
+
+const batching = new WeakMap<RedisWindowClient, Batching>()
 
 let sequence = 0
 const processTag = `${process.pid.toString(36)}.${Math.random().toString(36).slice(2, 8)}`
 
+function batchingOf(redis: RedisWindowClient): Batching {
+  let state = batching.get(redis)
+  if (!state) {
+    state = { waiting: null, due: false, hold: undefined, inFlight: 0, holdMs: HOLD_MS }
+    batching.set(redis, state)
+  }
+  return state
+}
+
+/** Sends every waiting decision, in calls of at most MAX_PER_CALL decisions. */
 function send(redis: RedisWindowClient): void {
-  const groups = thisTurn.get(redis)!
-  thisTurn.delete(redis)
+  const state = batchingOf(redis)
+  clearTimeout(state.hold)
+  state.hold = undefined
+  state.due = false
+  const groups = state.waiting
+  state.waiting = null
+  if (!groups) return
   let call: Group[] = []
   let size = 0
   for (const group of groups.values()) {
     for (let from = 0; from < group.decisions.length; from += MAX_PER_CALL) {
       const part = group.decisions.length <= MAX_PER_CALL ? group : { ...group, decisions: group.decisions.slice(from, from + MAX_PER_CALL) }
       if (size + part.decisions.length > MAX_PER_CALL) {
-        sendCall(redis, call)
+        sendCall(redis, state, call)
         call = []
         size = 0
       }
@@ -132,18 +165,20 @@ function send(redis: RedisWindowClient): void {
       size += part.decisions.length
     }
   }
-  if (call.length > 0) sendCall(redis, call)
+  if (call.length > 0) sendCall(redis, state, call)
 }
 
-function sendCall(redis: RedisWindowClient, groups: Group[]): void {
+function sendCall(redis: RedisWindowClient, state: Batching, groups: Group[]): void {
   const args: (string | number)[] = [groups.length]
   for (const group of groups) args.push(redisKey(group.client))
   for (const group of groups) {
     sequence = (sequence + 1) % 1e9
     args.push(group.windowMs, group.max, group.decisions.length, `${processTag}.${sequence}`)
   }
+  state.inFlight++
   redis.slidingWindows(...args).then(
     (reply) => {
+      state.inFlight--
       for (let i = 0; i < groups.length; i++) {
         const { max, decisions } = groups[i]!
         const live = reply[2 * i]!
@@ -151,28 +186,39 @@ function sendCall(redis: RedisWindowClient, groups: Group[]): void {
         // As if taken one by one: the j-th is accepted while the window still has room.
         for (let j = 0; j < decisions.length; j++) decisions[j]!.resolve({ current: live + j < max ? live + j + 1 : max + 1, ttl })
       }
+      if (state.inFlight === 0 && state.waiting) send(redis)
     },
     (err: Error) => {
+      state.inFlight--
       for (const group of groups) for (const d of group.decisions) d.reject(err)
+      // Those waiting behind a failed call would most likely fail too: the fallback takes them now.
+      if (state.inFlight === 0 && state.waiting) {
+        const waiting = state.waiting
+        state.waiting = null
+        clearTimeout(state.hold)
+        state.hold = undefined
+        state.due = false
+        for (const group of waiting.values()) for (const d of group.decisions) d.reject(err)
+      }
     },
   )
 }
 
-/** One decision in Redis for `client`, sent with the others of this turn. */
+/** One decision in Redis for `client`, sent with the others asked in the same turn or behind the same call. */
 export function takeInRedis(redis: RedisWindowClient, client: string, windowMs: number, max: number): Promise<StoreResult> {
   return new Promise((resolve, reject) => {
-    let groups = thisTurn.get(redis)
-    if (!groups) {
-      groups = new Map()
-      thisTurn.set(redis, groups)
-      setImmediate(send, redis)
-    }
+    const state = batchingOf(redis)
+    state.waiting ??= new Map()
     const groupKey = `${windowMs} ${max} ${client}`
-    let group = groups.get(groupKey)
+    let group = state.waiting.get(groupKey)
     if (!group) {
       group = { client, windowMs, max, decisions: [] }
-      groups.set(groupKey, group)
+      state.waiting.set(groupKey, group)
     }
     group.decisions.push({ resolve, reject })
+    if (state.due) return
+    state.due = true
+    if (state.inFlight === 0) setImmediate(send, redis)
+    else state.hold = setTimeout(send, state.holdMs, redis)
   })
 }

@@ -100,6 +100,76 @@ t.test("one client's decisions of one turn cost Redis the commands of one decisi
   t.equal(await redis.zcard(redisKey('hot')), 31)
 })
 
+// Holds Redis for `ms` (a script runs alone): a call sent meanwhile stays in flight that long.
+const BUSY_LUA = `
+local s = redis.call('TIME')
+local start = s[1] * 1000000 + s[2]
+repeat
+  local t = redis.call('TIME')
+until t[1] * 1000000 + t[2] - start > tonumber(ARGV[1]) * 1000
+return 1`
+
+/** Counts the script calls the client sends (instrumented at the client, Redis is not touched). */
+function countSends(redis: RedisWindowClient): number[] {
+  const sends: number[] = []
+  const original = redis.slidingWindows.bind(redis)
+  redis.slidingWindows = (...args) => {
+    sends.push(Date.now())
+    return original(...args)
+  }
+  return sends
+}
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
+
+t.test('decisions asked while a call is in flight wait for its answer and leave together', async (t) => {
+  const server = await startPrivateRedis(t)
+  const redis = createRedisWindowClient({ url: server.url, commandTimeoutMs: 5000, holdMs: 5000 })
+  t.teardown(() => redis.disconnect())
+  const blocker = await client(t, server.url)
+  while (redis.status !== 'ready') await sleep(20)
+  await takeInRedis(redis, 'warm', 60_000, 100)
+  const sends = countSends(redis)
+  const busy = blocker.eval(BUSY_LUA, 0, 300)
+  await sleep(30) // Redis is running the busy script
+  const first = takeInRedis(redis, 'held', 60_000, 100)
+  await nextTurn()
+  await nextTurn()
+  t.equal(sends.length, 1, 'the first decision left at the end of its turn')
+  const later: Promise<StoreResult>[] = []
+  for (let i = 0; i < 5; i++) {
+    later.push(takeInRedis(redis, 'held', 60_000, 100))
+    await nextTurn()
+  }
+  t.equal(sends.length, 1, 'five more, asked in five later turns, wait behind the call in flight')
+  const results = await Promise.all([first, ...later])
+  t.equal(sends.length, 2, 'and leave together as one call when it answers')
+  t.same(results.map((r) => r.current), [1, 2, 3, 4, 5, 6], 'in the order they were asked')
+  await busy
+})
+
+t.test('a decision waits behind a slow call at most holdMs, then leaves anyway', async (t) => {
+  const server = await startPrivateRedis(t)
+  const redis = createRedisWindowClient({ url: server.url, commandTimeoutMs: 5000, holdMs: 20 })
+  t.teardown(() => redis.disconnect())
+  const blocker = await client(t, server.url)
+  while (redis.status !== 'ready') await sleep(20)
+  await takeInRedis(redis, 'warm', 60_000, 100)
+  const sends = countSends(redis)
+  const busy = blocker.eval(BUSY_LUA, 0, 400)
+  await sleep(30)
+  const first = takeInRedis(redis, 'slow', 60_000, 100)
+  await nextTurn()
+  await nextTurn()
+  const asked = Date.now()
+  const second = takeInRedis(redis, 'slow', 60_000, 100)
+  await sleep(150)
+  t.equal(sends.length, 2, 'sent while the first call was still in flight')
+  t.ok(sends[1]! - asked >= 15 && sends[1]! - asked < 150, `after the hold: ${sends[1]! - asked} ms`)
+  t.same((await Promise.all([first, second])).map((r) => r.current), [1, 2])
+  await busy
+})
+
 t.test('Redis down or paused: decisions fall back to the local window; sharing returns when it answers', async (t) => {
   const server = await startPrivateRedis(t)
   const redis = createRedisWindowClient({ url: server.url, commandTimeoutMs: 50 })
