@@ -100,6 +100,8 @@ t.test("one client's decisions of one turn cost Redis the commands of one decisi
   t.equal(await redis.zcard(redisKey('hot')), 31)
 })
 
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
+
 // Holds Redis for `ms` (a script runs alone): a call sent meanwhile stays in flight that long.
 const BUSY_LUA = `
 local s = redis.call('TIME')
@@ -109,32 +111,34 @@ repeat
 until t[1] * 1000000 + t[2] - start > tonumber(ARGV[1]) * 1000
 return 1`
 
-/** Counts the script calls the client sends (instrumented at the client, Redis is not touched). */
-function countSends(redis: RedisWindowClient): number[] {
+/**
+ * A client with the given hold, whose first decision on `key` is in flight while Redis runs a
+ * script for `busyMs`; `sends` holds the time of each script call it sends from then on
+ * (instrumented at the client, Redis is not touched).
+ */
+async function behindBusyRedis(t: Test, holdMs: number, busyMs: number, key: string) {
+  const server = await startPrivateRedis(t)
+  const redis = createRedisWindowClient({ url: server.url, commandTimeoutMs: 5000, holdMs })
+  t.teardown(() => redis.disconnect())
+  const blocker = await client(t, server.url, 5000)
+  while (redis.status !== 'ready') await sleep(20)
+  await takeInRedis(redis, 'warm', 60_000, 100)
   const sends: number[] = []
   const original = redis.slidingWindows.bind(redis)
   redis.slidingWindows = (...args) => {
     sends.push(Date.now())
     return original(...args)
   }
-  return sends
+  const busy = blocker.eval(BUSY_LUA, 0, busyMs)
+  await sleep(30) // Redis is running the busy script
+  const first = takeInRedis(redis, key, 60_000, 100)
+  await nextTurn()
+  await nextTurn()
+  return { redis, sends, busy, first }
 }
 
-const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
-
 t.test('decisions asked while a call is in flight wait for its answer and leave together', async (t) => {
-  const server = await startPrivateRedis(t)
-  const redis = createRedisWindowClient({ url: server.url, commandTimeoutMs: 5000, holdMs: 5000 })
-  t.teardown(() => redis.disconnect())
-  const blocker = await client(t, server.url)
-  while (redis.status !== 'ready') await sleep(20)
-  await takeInRedis(redis, 'warm', 60_000, 100)
-  const sends = countSends(redis)
-  const busy = blocker.eval(BUSY_LUA, 0, 300)
-  await sleep(30) // Redis is running the busy script
-  const first = takeInRedis(redis, 'held', 60_000, 100)
-  await nextTurn()
-  await nextTurn()
+  const { redis, sends, busy, first } = await behindBusyRedis(t, 5000, 300, 'held')
   t.equal(sends.length, 1, 'the first decision left at the end of its turn')
   const later: Promise<StoreResult>[] = []
   for (let i = 0; i < 5; i++) {
@@ -149,18 +153,8 @@ t.test('decisions asked while a call is in flight wait for its answer and leave 
 })
 
 t.test('a decision waits behind a slow call at most holdMs, then leaves anyway', async (t) => {
-  const server = await startPrivateRedis(t)
-  const redis = createRedisWindowClient({ url: server.url, commandTimeoutMs: 5000, holdMs: 20 })
-  t.teardown(() => redis.disconnect())
-  const blocker = await client(t, server.url)
-  while (redis.status !== 'ready') await sleep(20)
-  await takeInRedis(redis, 'warm', 60_000, 100)
-  const sends = countSends(redis)
-  const busy = blocker.eval(BUSY_LUA, 0, 400)
-  await sleep(30)
-  const first = takeInRedis(redis, 'slow', 60_000, 100)
-  await nextTurn()
-  await nextTurn()
+  const { redis, sends, busy, first } = await behindBusyRedis(t, 20, 400, 'slow')
+  t.equal(sends.length, 1, 'the first decision left at the end of its turn')
   const asked = Date.now()
   const second = takeInRedis(redis, 'slow', 60_000, 100)
   await sleep(150)
