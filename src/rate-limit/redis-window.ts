@@ -106,11 +106,11 @@ const MAX_PER_CALL = 100
 const HOLD_MS = 2
 
 /**
- * When decisions leave. A decision asked while no call of this client is in flight leaves at the
- * end of its event-loop turn, with the others of that turn. One asked while a call is in flight
- * waits for that call's answer (at most holdMs, then it leaves anyway), and leaves with all the
- * others asked meanwhile. Under load the calls so grow with the round trip instead of staying at
- * the few requests of one turn; each call's cost to Redis (reading, parsing and running one
+ * When decisions leave (per Redis connection). A decision asked while no call is in flight leaves
+ * at the end of its event-loop turn, with the others of that turn. One asked while a call is in
+ * flight waits for that call's answer (at most holdMs, then it leaves anyway), and leaves with all
+ * the others asked meanwhile. So under load a call carries what arrived during one round trip,
+ * not just the few requests of one turn; each call's cost to Redis (reading, parsing and running one
  * command) and to ioredis is per call and per group, not per decision, and Redis' is paid for
  * every replica on its one core. The decisions of one call are grouped by client and quota: a
  * client's group costs Redis the commands of one decision, however many it holds (a busy
