@@ -5,16 +5,34 @@ import type { components } from '../../generated/api.js'
 export type DocsSearchEvent = components['schemas']['DocsSearchTelemetryIngestRequest']
 export type DocsSearchMetrics = components['schemas']['DocsSearchTelemetryMetricsResponse']
 
-const COLUMNS = [
-  'event', 'emitted_at_ms', 'page_path', 'session_id', 'query_id', 'query_text', 'query_len', 'tokens_count',
-  'results_count', 'result_rank', 'result_url', 'latency_ms', 'time_to_success_ms', 'time_to_click_ms', 'source',
-  'top_results', 'payload',
-] as const
+// The event columns an ingest writes: name, type, and the default of an omitted field (null: the
+// field is required, or kept as null). The INSERT below is built from this one list.
+const EVENT_COLUMNS: readonly [name: string, type: string, whenOmitted: string | null][] = [
+  ['event', 'text', null],
+  ['emitted_at_ms', 'bigint', null],
+  ['page_path', 'text', "''"],
+  ['session_id', 'text', "''"],
+  ['query_id', 'text', "''"],
+  ['query_text', 'text', "''"],
+  ['query_len', 'integer', '0'],
+  ['tokens_count', 'integer', '0'],
+  ['results_count', 'integer', '0'],
+  ['result_rank', 'integer', '0'],
+  ['result_url', 'text', "''"],
+  ['latency_ms', 'integer', '0'],
+  ['time_to_success_ms', 'integer', '0'],
+  ['time_to_click_ms', 'integer', '0'],
+  ['source', 'text', "''"],
+  ['top_results', 'jsonb', null],
+  ['payload', 'jsonb', null],
+]
 
-// The columns' types as jsonb_to_recordset reads an event (an absent field is null, then its default).
-const RECORD_TYPE = `event text, emitted_at_ms bigint, page_path text, session_id text, query_id text, query_text text,
-  query_len integer, tokens_count integer, results_count integer, result_rank integer, result_url text, latency_ms integer,
-  time_to_success_ms integer, time_to_click_ms integer, source text, top_results jsonb, payload jsonb`
+// $1: the batch as one jsonb array, unpacked by PostgreSQL with the columns' types (an absent
+// field reads as null, then takes its default), instead of one bind parameter per field.
+const APPEND_SQL = `
+  insert into docs_search_events (${EVENT_COLUMNS.map(([name]) => name).join(', ')})
+  select ${EVENT_COLUMNS.map(([name, , omitted]) => (omitted === null ? `e.${name}` : `coalesce(e.${name}, ${omitted})`)).join(', ')}
+  from jsonb_to_recordset($1) as e(${EVENT_COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ')})`
 
 const HOUR_MS = 3_600_000
 
@@ -161,13 +179,7 @@ export function createTelemetryRepository(db: Db) {
      * event: for a batch of 500 the driver would otherwise type and encode 8,500 values.
      */
     async append(events: DocsSearchEvent[]): Promise<number> {
-      await db`
-        insert into docs_search_events (${db.unsafe(COLUMNS.join(', '))})
-        select e.event, e.emitted_at_ms, coalesce(e.page_path, ''), coalesce(e.session_id, ''), coalesce(e.query_id, ''),
-               coalesce(e.query_text, ''), coalesce(e.query_len, 0), coalesce(e.tokens_count, 0), coalesce(e.results_count, 0),
-               coalesce(e.result_rank, 0), coalesce(e.result_url, ''), coalesce(e.latency_ms, 0), coalesce(e.time_to_success_ms, 0),
-               coalesce(e.time_to_click_ms, 0), coalesce(e.source, ''), e.top_results, e.payload
-        from jsonb_to_recordset(${db.json(events as never)}) as e(${db.unsafe(RECORD_TYPE)})`
+      await db.unsafe(APPEND_SQL, [db.json(events as never)] as never, { prepare: true })
       return events.length
     },
 
