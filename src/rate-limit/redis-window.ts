@@ -4,8 +4,8 @@
 import { Redis } from 'ioredis'
 import type { StoreResult } from './sliding-window-store.js'
 
-// One call decides for each group in turn (a group: the decisions one replica took for one
-// client, with one quota, in one turn of its event loop; see takeInRedis). KEYS holds a key per
+// One call decides for each group in turn (a group: the decisions one replica sends together for
+// one client with one quota; see takeInRedis). KEYS holds a key per
 // group; ARGV four values per group: window ms, max, the number of decisions, and a member prefix
 // unique to the group. Scores are microseconds (exact in a double until the year 2255). A request
 // is accepted iff fewer than max accepted ones are in (now - window, now]; rejected ones are not
@@ -75,7 +75,7 @@ export function createRedisWindowClient({ url, commandTimeoutMs, holdMs = HOLD_M
     // Reconnect after READONLY etc. is not wanted; a failover shows up as errors -> fallback.
     reconnectOnError: () => false,
     // Not ioredis' auto-pipelining: its per-command bookkeeping cost the replica more CPU than
-    // the writes it saves. takeInRedis sends one command per turn instead.
+    // the writes it saves. takeInRedis batches the decisions itself.
   })
   // ioredis loads the script once (EVALSHA, EVAL when the server does not know it yet).
   client.defineCommand('slidingWindows', { lua: SLIDING_WINDOW_LUA }) // the key count comes first
@@ -91,7 +91,7 @@ interface Pending {
   reject: (err: Error) => void
 }
 
-/** The decisions of one turn for one client and quota, in the order they were asked for. */
+/** Decisions that leave together for one client and quota, in the order they were asked for. */
 interface Group {
   client: string
   windowMs: number
@@ -133,23 +133,20 @@ const batching = new WeakMap<RedisWindowClient, Batching>()
 let sequence = 0
 const processTag = `${process.pid.toString(36)}.${Math.random().toString(36).slice(2, 8)}`
 
-function batchingOf(redis: RedisWindowClient): Batching {
-  let state = batching.get(redis)
-  if (!state) {
-    state = { waiting: null, due: false, hold: undefined, inFlight: 0, holdMs: HOLD_MS }
-    batching.set(redis, state)
-  }
-  return state
+/** The waiting decisions, taken out (none is due any more). */
+function takeWaiting(state: Batching): Map<string, Group> | null {
+  clearTimeout(state.hold)
+  state.hold = undefined
+  state.due = false
+  const waiting = state.waiting
+  state.waiting = null
+  return waiting
 }
 
 /** Sends every waiting decision, in calls of at most MAX_PER_CALL decisions. */
 function send(redis: RedisWindowClient): void {
-  const state = batchingOf(redis)
-  clearTimeout(state.hold)
-  state.hold = undefined
-  state.due = false
-  const groups = state.waiting
-  state.waiting = null
+  const state = batching.get(redis)!
+  const groups = takeWaiting(state)
   if (!groups) return
   let call: Group[] = []
   let size = 0
@@ -192,14 +189,8 @@ function sendCall(redis: RedisWindowClient, state: Batching, groups: Group[]): v
       state.inFlight--
       for (const group of groups) for (const d of group.decisions) d.reject(err)
       // Those waiting behind a failed call would most likely fail too: the fallback takes them now.
-      if (state.inFlight === 0 && state.waiting) {
-        const waiting = state.waiting
-        state.waiting = null
-        clearTimeout(state.hold)
-        state.hold = undefined
-        state.due = false
-        for (const group of waiting.values()) for (const d of group.decisions) d.reject(err)
-      }
+      const waiting = state.inFlight === 0 ? takeWaiting(state) : null
+      for (const group of waiting?.values() ?? []) for (const d of group.decisions) d.reject(err)
     },
   )
 }
@@ -207,7 +198,7 @@ function sendCall(redis: RedisWindowClient, state: Batching, groups: Group[]): v
 /** One decision in Redis for `client`, sent with the others asked in the same turn or behind the same call. */
 export function takeInRedis(redis: RedisWindowClient, client: string, windowMs: number, max: number): Promise<StoreResult> {
   return new Promise((resolve, reject) => {
-    const state = batchingOf(redis)
+    const state = batching.get(redis)!
     state.waiting ??= new Map()
     const groupKey = `${windowMs} ${max} ${client}`
     let group = state.waiting.get(groupKey)
