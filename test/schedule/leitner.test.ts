@@ -119,3 +119,33 @@ t.test('due times are memoized per zone, study day and slot without sharing Date
   t.equal(iso(nextReviewAt(event, 'A', 'America/New_York')), '2026-01-11T09:00:00.000Z', 'another zone, its own 04:00')
   t.equal(iso(nextReviewAt(new Date('2026-01-11T12:00:00Z'), 'A', 'Europe/Berlin')), '2026-01-12T03:00:00.000Z', 'the next study day')
 })
+
+t.test('the study day known for a zone is the one its wall clock gives, minute by minute across offset changes', async (t) => {
+  const byClock = (instant: number, zone: string) => {
+    const w = wallClock(instant, zone)
+    const date = new Date(Date.UTC(w.year, w.month - 1, w.day - (w.hour < 4 ? 1 : 0)))
+    return `${date.getUTCFullYear()}-${date.getUTCMonth() + 1}-${date.getUTCDate()}`
+  }
+  // Spring and autumn changes; Lord Howe moves by 30 minutes, Chatham changes at 02:45/03:45
+  // local, Troll by two hours.
+  const changes: [string, string][] = [
+    ['America/New_York', '2026-03-08'], ['America/New_York', '2026-11-01'],
+    ['Europe/Berlin', '2026-03-29'], ['Europe/Berlin', '2026-10-25'],
+    ['Australia/Lord_Howe', '2026-04-05'], ['Australia/Lord_Howe', '2026-10-04'],
+    ['Pacific/Chatham', '2026-04-05'], ['Pacific/Chatham', '2026-09-27'],
+    ['Antarctica/Troll', '2026-03-29'], ['Antarctica/Troll', '2026-10-25'],
+  ]
+  for (const [zone, date] of changes) {
+    const from = Date.parse(`${date}T00:00:00Z`) - 2 * 86_400_000
+    const instants = Array.from({ length: (4 * 24 * 60) / 10 }, (_, i) => from + i * 600_000 + 17_000)
+    // In time order (the memo's usual case), then hopping by 257 steps (a prime: every instant
+    // once, the memo replaced at almost every step).
+    const shuffled = instants.map((_, i) => instants[(i * 257) % instants.length]!)
+    let wrong = 0
+    for (const instant of [...instants, ...shuffled]) {
+      const day = studyDay(new Date(instant), zone)
+      if (`${day.year}-${day.month}-${day.day}` !== byClock(instant, zone)) wrong++
+    }
+    t.equal(wrong, 0, `${zone} around ${date}`)
+  }
+})
