@@ -126,18 +126,21 @@ interface ZoneDay {
 // an event reads no clock at all: once per zone and day it takes about ten readings. A day on
 // which the zone's UTC offset changes is not kept (a clock going back could put an instant of
 // the span on the previous study day), so the clock decides such a day's events one by one.
-// Keyed by the zone name as given; bounded: cleared when full.
+// Keyed case-folded, as Intl matches zone names: names differing only in case (stored as each
+// learner sent them) share one entry, so the map is bounded by the zone database; and cleared
+// if it ever fills.
 const knownDays = new Map<string, ZoneDay>()
 const KNOWN_DAYS_MAX = 4096
 
 function zoneDay(instant: number, timeZone: string): ZoneDay {
-  const known = knownDays.get(timeZone)
+  const key = timeZone.toLowerCase()
+  const known = knownDays.get(key)
   if (known !== undefined && instant >= known.start && instant < known.end) return known
   const day = studyDayByClock(instant, timeZone)
   const span: ZoneDay = { day, start: rolloverAfter(day, 0, timeZone), end: rolloverAfter(day, 1, timeZone), due: {} }
   if (offsetAt(span.start, timeZone) === offsetAt(span.end - 1, timeZone)) {
     if (knownDays.size >= KNOWN_DAYS_MAX) knownDays.clear()
-    knownDays.set(timeZone, span)
+    knownDays.set(key, span)
   }
   return span
 }
