@@ -79,7 +79,7 @@ export function createRedisWindowClient({ url, commandTimeoutMs, holdMs = HOLD_M
   })
   // ioredis loads the script once (EVALSHA, EVAL when the server does not know it yet).
   client.defineCommand('slidingWindows', { lua: SLIDING_WINDOW_LUA }) // the key count comes first
-  batching.set(client as RedisWindowClient, { waiting: null, due: false, hold: undefined, inFlight: 0, holdMs })
+  batching.set(client as RedisWindowClient, { waiting: null, hold: undefined, inFlight: 0, holdMs })
   return client as RedisWindowClient
 }
 
@@ -119,10 +119,11 @@ const HOLD_MS = 2
  * command timeout.
  */
 interface Batching {
-  /** The decisions not sent yet, grouped by client and quota, in the order they were asked for. */
+  /**
+   * The decisions not sent yet, grouped by client and quota, in the order they were asked for;
+   * while there are any, their send is due (end of turn, or holdMs behind a call in flight).
+   */
   waiting: Map<string, Group> | null
-  /** A send of `waiting` is due (end of turn, or holdMs behind a call in flight). */
-  due: boolean
   hold: NodeJS.Timeout | undefined
   inFlight: number
   holdMs: number
@@ -137,7 +138,6 @@ const processTag = `${process.pid.toString(36)}.${Math.random().toString(36).sli
 function takeWaiting(state: Batching): Map<string, Group> | null {
   clearTimeout(state.hold)
   state.hold = undefined
-  state.due = false
   const waiting = state.waiting
   state.waiting = null
   return waiting
@@ -199,6 +199,8 @@ function sendCall(redis: RedisWindowClient, state: Batching, groups: Group[]): v
 export function takeInRedis(redis: RedisWindowClient, client: string, windowMs: number, max: number): Promise<StoreResult> {
   return new Promise((resolve, reject) => {
     const state = batching.get(redis)!
+    // The first decision waiting makes the send due; the others join it.
+    const first = state.waiting === null
     state.waiting ??= new Map()
     const groupKey = `${windowMs} ${max} ${client}`
     let group = state.waiting.get(groupKey)
@@ -207,8 +209,7 @@ export function takeInRedis(redis: RedisWindowClient, client: string, windowMs: 
       state.waiting.set(groupKey, group)
     }
     group.decisions.push({ resolve, reject })
-    if (state.due) return
-    state.due = true
+    if (!first) return
     if (state.inFlight === 0) setImmediate(send, redis)
     else state.hold = setTimeout(send, state.holdMs, redis)
   })
