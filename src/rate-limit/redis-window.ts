@@ -5,7 +5,7 @@ import { Redis } from 'ioredis'
 import type { StoreResult } from './sliding-window-store.js'
 
 // One call decides for each group in turn (a group: the decisions one replica sends together for
-// one client with one quota; see takeInRedis). KEYS holds a key per
+// one client with one quota; see decideInRedis). KEYS holds a key per
 // group; ARGV four values per group: window ms, max, the number of decisions, and a member prefix
 // unique to the group. Scores are microseconds (exact in a double until the year 2255). A request
 // is accepted iff fewer than max accepted ones are in (now - window, now]; rejected ones are not
@@ -75,7 +75,7 @@ export function createRedisWindowClient({ url, commandTimeoutMs, holdMs = HOLD_M
     // Reconnect after READONLY etc. is not wanted; a failover shows up as errors -> fallback.
     reconnectOnError: () => false,
     // Not ioredis' auto-pipelining: its per-command bookkeeping cost the replica more CPU than
-    // the writes it saves. takeInRedis batches the decisions itself.
+    // the writes it saves. decideInRedis batches the decisions itself.
   })
   // ioredis loads the script once (EVALSHA, EVAL when the server does not know it yet).
   client.defineCommand('slidingWindows', { lua: SLIDING_WINDOW_LUA }) // the key count comes first
@@ -86,17 +86,15 @@ export function createRedisWindowClient({ url, commandTimeoutMs, holdMs = HOLD_M
 /** Redis key of a rate-limit client (`ip:...` or a key id). */
 export const redisKey = (client: string) => `ratelimit:${client}`
 
-interface Pending {
-  resolve: (result: StoreResult) => void
-  reject: (err: Error) => void
-}
+/** Called once with the decision, or with the error that sends it to the caller's fallback. */
+export type DecisionCallback = (err: Error | null, result?: StoreResult) => void
 
 /** Decisions that leave together for one client and quota, in the order they were asked for. */
 interface Group {
   client: string
   windowMs: number
   max: number
-  decisions: Pending[]
+  decisions: DecisionCallback[]
 }
 
 /** Decisions per script call: bounds how long one call holds Redis. */
@@ -181,36 +179,43 @@ function sendCall(redis: RedisWindowClient, state: Batching, groups: Group[]): v
         const live = reply[2 * i]!
         const ttl = reply[2 * i + 1]!
         // As if taken one by one: the j-th is accepted while the window still has room.
-        for (let j = 0; j < decisions.length; j++) decisions[j]!.resolve({ current: live + j < max ? live + j + 1 : max + 1, ttl })
+        for (let j = 0; j < decisions.length; j++) decisions[j]!(null, { current: live + j < max ? live + j + 1 : max + 1, ttl })
       }
       if (state.inFlight === 0 && state.waiting) send(redis)
     },
     (err: Error) => {
       state.inFlight--
-      for (const group of groups) for (const d of group.decisions) d.reject(err)
+      for (const group of groups) for (const d of group.decisions) d(err)
       // Those waiting behind a failed call would most likely fail too: the fallback takes them now.
       const waiting = state.inFlight === 0 ? takeWaiting(state) : null
-      for (const group of waiting?.values() ?? []) for (const d of group.decisions) d.reject(err)
+      for (const group of waiting?.values() ?? []) for (const d of group.decisions) d(err)
     },
   )
 }
 
-/** One decision in Redis for `client`, sent with the others asked in the same turn or behind the same call. */
+/**
+ * One decision in Redis for `client`, sent with the others asked in the same turn or behind the
+ * same call; `done` is called with it. A callback, not a promise: the store hands the decision
+ * straight to @fastify/rate-limit's callback, without a promise and a microtask per request between.
+ */
+export function decideInRedis(redis: RedisWindowClient, client: string, windowMs: number, max: number, done: DecisionCallback): void {
+  const state = batching.get(redis)!
+  // The first decision waiting makes the send due; the others join it.
+  const first = state.waiting === null
+  state.waiting ??= new Map()
+  const groupKey = `${windowMs} ${max} ${client}`
+  let group = state.waiting.get(groupKey)
+  if (!group) {
+    group = { client, windowMs, max, decisions: [] }
+    state.waiting.set(groupKey, group)
+  }
+  group.decisions.push(done)
+  if (!first) return
+  if (state.inFlight === 0) setImmediate(send, redis)
+  else state.hold = setTimeout(send, state.holdMs, redis)
+}
+
+/** decideInRedis as a promise. */
 export function takeInRedis(redis: RedisWindowClient, client: string, windowMs: number, max: number): Promise<StoreResult> {
-  return new Promise((resolve, reject) => {
-    const state = batching.get(redis)!
-    // The first decision waiting makes the send due; the others join it.
-    const first = state.waiting === null
-    state.waiting ??= new Map()
-    const groupKey = `${windowMs} ${max} ${client}`
-    let group = state.waiting.get(groupKey)
-    if (!group) {
-      group = { client, windowMs, max, decisions: [] }
-      state.waiting.set(groupKey, group)
-    }
-    group.decisions.push({ resolve, reject })
-    if (!first) return
-    if (state.inFlight === 0) setImmediate(send, redis)
-    else state.hold = setTimeout(send, state.holdMs, redis)
-  })
+  return new Promise((resolve, reject) => decideInRedis(redis, client, windowMs, max, (err, result) => (err ? reject(err) : resolve(result!))))
 }

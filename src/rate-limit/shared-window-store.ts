@@ -3,7 +3,7 @@
 // own sliding window instead (it may start empty; its counts are never copied into Redis), so a
 // request never fails and never waits longer than the timeout. A probe brings Redis back.
 import type { IncrCallback, SlidingWindowStore, StoreResult } from './sliding-window-store.js'
-import { takeInRedis, type RedisWindowClient } from './redis-window.js'
+import { decideInRedis, type RedisWindowClient } from './redis-window.js'
 
 export interface SharedWindowOptions {
   redis: RedisWindowClient
@@ -50,13 +50,11 @@ export class SharedWindowStore {
       cb(null, this.fallback(key, timeWindow, max, this.healthy ? 'Redis not connected' : this.reason))
       return
     }
-    takeInRedis(this.redis, key, timeWindow, max).then(
-      (result) => cb(null, result),
-      (err: Error) => {
-        this.down(err.message)
-        cb(null, this.fallback(key, timeWindow, max, this.reason))
-      },
-    )
+    decideInRedis(this.redis, key, timeWindow, max, (err, result) => {
+      if (!err) return cb(null, result!)
+      this.down(err.message)
+      cb(null, this.fallback(key, timeWindow, max, this.reason))
+    })
   }
 
   child(): SharedWindowStore {
