@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: key api-compat sdk-check smoke-node24 bench-scale bench-hostile bench-cpu bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+.PHONY: key api-compat sdk-check smoke-node24 bench-tools bench-scale bench-hostile bench-cpu bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
 
 NPM_STAMP := node_modules/.package-lock.json
 
@@ -93,8 +93,13 @@ bench-soak: build
 	taskset -c 1 npx tsx bench/soak.ts
 
 ## 1, 2 and 3 replicas behind HAProxy (shared PostgreSQL and Redis), and GET user with the Redis vs in-memory rate-limit store (bench/scale.md). BENCH_DURATION, BENCH_RUNS, BENCH_CONNECTIONS.
-bench-scale: build
+bench-scale: build bench-tools
 	taskset -c 1 npx tsx bench/scale.ts
+
+## Debian packages the benchmarks start (wrk, HAProxy, redis-server), installed when missing.
+bench-tools:
+	@missing=$$(for c in wrk haproxy redis-server; do command -v $$c >/dev/null || echo $$c; done); \
+	if [ -n "$$missing" ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; fi
 
 ## The HTTP edge under hostile load (built server): 1 MiB amplification, stalled uploads, an address flood, 4x overload.
 bench-hostile: build
