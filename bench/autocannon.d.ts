@@ -5,6 +5,8 @@ declare module 'autocannon' {
     latency: { p50: number; p99: number }
     non2xx: number
     errors: number
+    /** seconds the run lasted, to 10 ms */
+    duration: number
   }
   /** The run: awaitable for its result, and an event emitter while it goes. */
   interface Instance extends Promise<Result> {
