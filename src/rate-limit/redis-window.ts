@@ -86,7 +86,10 @@ export function createRedisWindowClient({ url, commandTimeoutMs, holdMs = HOLD_M
 /** Redis key of a rate-limit client (`ip:...` or a key id). */
 export const redisKey = (client: string) => `ratelimit:${client}`
 
-/** Called once with the decision, or with the error that sends it to the caller's fallback. */
+/**
+ * Called once with the decision, or with the error that sends it to the caller's fallback. It
+ * must not throw: the other decisions of its call are answered after it, in the same loop.
+ */
 export type DecisionCallback = (err: Error | null, result?: StoreResult) => void
 
 /** Decisions that leave together for one client and quota, in the order they were asked for. */
