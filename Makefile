@@ -92,7 +92,7 @@ bench-cpu: build
 bench-soak: build
 	taskset -c 1 npx tsx bench/soak.ts
 
-## 1, 2 and 3 replicas behind HAProxy (shared PostgreSQL and Redis), and GET user with the Redis vs in-memory rate-limit store (bench/scale.md). BENCH_DURATION, BENCH_RUNS, BENCH_CONNECTIONS.
+## 1, 2 and 3 replicas behind HAProxy (shared PostgreSQL and Redis), and GET user with the Redis vs in-memory rate-limit store (bench/scale.md). BENCH_DURATION, BENCH_CONNECTIONS (the balancer table); BENCH_RUNS, BENCH_COMPARE_DURATION, BENCH_COMPARE_CONNECTIONS (the comparison); BENCH_REPLICAS= runs the comparison alone.
 bench-scale: build bench-tools
 	taskset -c 1 npx tsx bench/scale.ts
 

@@ -1,10 +1,11 @@
 // `make bench-scale`: the scale-out shape on one machine. GET user and POST user through HAProxy
 // (deploy/haproxy.cfg) with 1, 2 and 3 replicas sharing one PostgreSQL database and one private
 // Redis; then the cost of the Redis round trip: GET user on a replica with REDIS_URL against one
-// with the in-memory store, many short paired runs alternating in one session, driven by wrk (median of the ratios).
-// The replicas run on BENCH_SERVER_CPU (core 0 unless set, as in `make bench`); HAProxy, Redis,
-// PostgreSQL and the load generator (autocannon; wrk for the Redis comparison) on the other core (the Makefile pins this driver, whose children
-// inherit it; PostgreSQL is moved there), as they would run on other hosts in production. More
+// with the in-memory store, many short paired runs alternating in one session, driven by wrk
+// (median of the ratios). The replicas run on BENCH_SERVER_CPU (core 0 unless set, as in
+// `make bench`); HAProxy, Redis, PostgreSQL and the load generator (autocannon; wrk for the
+// Redis comparison) on the other core (the Makefile pins this driver, whose children inherit
+// it; PostgreSQL is moved there), as they would run on other hosts in production. More
 // replicas on the same core cannot add capacity: the figures say what a second and third process
 // cost or gain here, not what they would on separate hosts. The Redis comparison also reads the
 // replica's own CPU per request from /proc, which the load generator's pace does not move.
@@ -56,9 +57,8 @@ async function drive(base: string, request: () => BenchRequest, duration = DURAT
  * held to what that core could send and the ratio measured it, not the replica. wrk costs a
  * fraction per request, and the replica's core is then the bottleneck, as the comparison means.
  */
-async function driveWithWrk(base: string, request: () => BenchRequest, duration = COMPARE_DURATION): Promise<Measurement> {
-  const w = await runWrk(base, COMPARE_CONNECTIONS, duration, Array.from({ length: 1000 }, request))
-  return { rps: w.rps, p50: w.p50Ms, p99: w.p99Ms, bad: w.bad, total: w.total }
+function driveWithWrk(base: string, request: () => BenchRequest, duration = COMPARE_DURATION): Promise<Measurement> {
+  return runWrk(base, COMPARE_CONNECTIONS, duration, Array.from({ length: 1000 }, request))
 }
 
 /** Redis' own CPU seconds so far (user + system), from INFO. */

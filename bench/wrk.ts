@@ -10,13 +10,14 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import { type BenchRequest, JSON_HEADERS } from './requests.js'
 
+/** What autocannon's runs report too, so the benchmarks take either: latencies in ms. */
 export interface WrkResult {
   rps: number
   total: number
   /** Answers other than 2xx/3xx, plus connect, read, write and timeout errors. */
   bad: number
-  p50Ms: number
-  p99Ms: number
+  p50: number
+  p99: number
 }
 
 const luaString = (s: string) => `"${s.replace(/[\\"]/g, (c) => `\\${c}`).replace(/\n/g, '\\n')}"`
@@ -59,7 +60,7 @@ export async function runWrk(base: string, connections: number, durationS: numbe
     const line = stdout.split('\n').find((l) => l.startsWith('{"total"'))
     if (!line) throw new Error(`wrk printed no summary:\n${stdout}`)
     const r = JSON.parse(line) as { total: number; us: number; bad: number; p50: number; p99: number }
-    return { rps: r.total / (r.us / 1e6), total: r.total, bad: r.bad, p50Ms: r.p50 / 1000, p99Ms: r.p99 / 1000 }
+    return { rps: r.total / (r.us / 1e6), total: r.total, bad: r.bad, p50: r.p50 / 1000, p99: r.p99 / 1000 }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
