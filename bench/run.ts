@@ -10,7 +10,7 @@ import os from 'node:os'
 import path from 'node:path'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
-import { API_KEY as KEY, LOAD_CPU, SERVER_CPU, type Setup, createBenchDatabase, median, startCeiling, startService, stopServers } from './harness.js'
+import { API_KEY as KEY, LOAD_CPU, SERVER_CPU, type Server, type Setup, coreTicks, cpuTicks, createBenchDatabase, median, startCeiling, startService, stopServers } from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
 import { METRICS_WINDOWS, METRICS_TARGETS_MS, seedDocsSearch, TELEMETRY_SHAPE } from './telemetry-seed.js'
 
@@ -68,10 +68,21 @@ interface Measurement {
   p50: number
   p99: number
   bad: number
+  /** Answers in the run, and the server's own CPU over it (clock ticks of utime + stime). */
+  answers: number
+  serverTicks: number
+  /** How busy the servers' core was over the run (0..1): near 1, the server was what limited the run. */
+  coreBusy: number
 }
 
-async function drive(base: string, next: () => BenchRequest, connections: number, duration = DURATION): Promise<Measurement> {
+/** µs of CPU per clock tick (/proc counts 100 ticks a second). */
+const US_PER_TICK = 10_000
+
+async function drive(server: Server, next: () => BenchRequest, connections: number, duration = DURATION): Promise<Measurement> {
+  const base = server.base
+  const [ticks0, core0] = [cpuTicks(server.process.pid!), coreTicks(SERVER_CPU)]
   const result = await autocannon(loadOptions(base, connections, duration, next))
+  const [ticks1, core1] = [cpuTicks(server.process.pid!), coreTicks(SERVER_CPU)]
   // Which answers were not 2xx (shedding 503, timeouts...): the table counts them, this names them.
   const stats = (result as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {}
   const other = Object.entries(stats).filter(([status]) => !status.startsWith('2'))
@@ -79,8 +90,19 @@ async function drive(base: string, next: () => BenchRequest, connections: number
     console.warn(`  not 2xx at ${base}: ${other.map(([status, { count }]) => `${status} x ${count}`).join(', ') || 'none'}; connection errors ${result.errors}`)
   }
   // Answers over the run's measured length: a short run's per-second samples have a partial last second.
-  return { rps: result.requests.total / result.duration, p50: result.latency.p50, p99: result.latency.p99, bad: result.non2xx + result.errors }
+  return {
+    rps: result.requests.total / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    bad: result.non2xx + result.errors,
+    answers: result.requests.total,
+    serverTicks: ticks1 - ticks0,
+    coreBusy: (core1.busy - core0.busy) / Math.max(core1.total - core0.total, 1),
+  }
 }
+
+/** The server's CPU per answer over a side's runs, in µs (a ratio of sums: a tick is 10 ms, too coarse per run). */
+const cpuPerAnswer = (runs: Measurement[]) => (runs.reduce((a, x) => a + x.serverTicks, 0) * US_PER_TICK) / Math.max(runs.reduce((a, x) => a + x.answers, 0), 1)
 
 const range = (xs: number[], digits = 0) => `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`
 
@@ -91,9 +113,9 @@ const sql = bench.sql
 
 try {
   // BENCH_PROFILE: a folder for a V8 CPU profile of the service, written when it stops.
-  const service = (await startService(bench.url, 3601, process.env.BENCH_PROFILE)).base
-  const ceiling = (await startCeiling(bench.url, 3602)).base
-  const requests = await createBenchRequests(sql, service)
+  const service = await startService(bench.url, 3601, process.env.BENCH_PROFILE)
+  const ceiling = await startCeiling(bench.url, 3602)
+  const requests = await createBenchRequests(sql, service.base)
 
   // Targets: the issue's, for 50 connections in the node-bound set-up.
   const cases: Case[] = [
@@ -109,7 +131,7 @@ try {
   ]
 
   const rows: string[] = []
-  const results: { setup: Setup; c: Case; connections: number; rps: number; ratio: number; p99Ratio: number; bad: number; ceilingBad: number }[] = []
+  const results: { setup: Setup; c: Case; connections: number; rps: number; ratio: number; p99Ratio: number; cpuRatio: number; bad: number; ceilingBad: number }[] = []
   for (const c of cases) {
     if (ONLY && !ONLY.some((prefix) => c.name.toLowerCase().startsWith(prefix))) continue
     const ceilingRequest = c.ceilingRequest ?? c.request
@@ -139,9 +161,12 @@ try {
         const bad = s.reduce((a, x) => a + x.bad, 0)
         // A ceiling that answers errors measures its error path: the pair is void, and the row says so.
         const ceilingBad = r.reduce((a, x) => a + x.bad, 0)
-        results.push({ setup, c, connections, rps: median(s.map((x) => x.rps)) * per, ratio: median(ratios), p99Ratio: median(p99Ratios), bad, ceilingBad })
+        // The replica's own cost: what decides how many replicas a deployment needs.
+        const [sCpu, rCpu] = [cpuPerAnswer(s), cpuPerAnswer(r)]
+        const busy = (xs: Measurement[]) => `${(median(xs.map((x) => x.coreBusy)) * 100).toFixed(0)} %`
+        results.push({ setup, c, connections, rps: median(s.map((x) => x.rps)) * per, ratio: median(ratios), p99Ratio: median(p99Ratios), cpuRatio: rCpu / sCpu, bad, ceilingBad })
         rows.push(
-          `| ${c.name} | ${SETUP_LABEL[setup]} | ${connections} | ${Math.round(median(s.map((x) => x.rps)) * per)} | ${Math.round(median(r.map((x) => x.rps)) * per)} | **${median(ratios).toFixed(2)}** (${range(ratios, 2)}) | ${median(s.map((x) => x.p50))} / ${median(s.map((x) => x.p99))} | ${median(r.map((x) => x.p50))} / ${median(r.map((x) => x.p99))} | ${bad}${ceilingBad > 0 ? ` (ceiling: ${ceilingBad})` : ''} |`,
+          `| ${c.name} | ${SETUP_LABEL[setup]} | ${connections} | ${Math.round(median(s.map((x) => x.rps)) * per)} | ${Math.round(median(r.map((x) => x.rps)) * per)} | **${median(ratios).toFixed(2)}** (${range(ratios, 2)}) | ${median(s.map((x) => x.p50))} / ${median(s.map((x) => x.p99))} | ${median(r.map((x) => x.p50))} / ${median(r.map((x) => x.p99))} | ${sCpu.toFixed(0)} / ${rCpu.toFixed(0)} | ${busy(s)} / ${busy(r)} | ${bad}${ceilingBad > 0 ? ` (ceiling: ${ceilingBad})` : ''} |`,
         )
         console.log(rows.at(-1))
       }
@@ -159,7 +184,7 @@ try {
     console.log(`seeded ${seeded.events} events in ${seeded.seconds.toFixed(0)} s`)
     await bench.settle()
     for (const window of METRICS_WINDOWS) {
-      const metrics = () => fetch(`${service}/api/v1/telemetry/docs-search/metrics?window_minutes=${window}`, { headers: { 'x-api-key': KEY } })
+      const metrics = () => fetch(`${service.base}/api/v1/telemetry/docs-search/metrics?window_minutes=${window}`, { headers: { 'x-api-key': KEY } })
       await (await metrics()).json() // warm-up: caches and plans
       const timings: number[] = []
       for (let i = 0; i < 4; i++) {
@@ -188,7 +213,7 @@ try {
           : before === undefined
             ? `(no earlier figure); p99 ≤ 2×, 0 non-2xx: ${met(r.p99Ratio <= 2 && r.bad === 0)}`
             : `not below ${before.toFixed(2)} (± ${NOISE}): ${met(r.ratio >= before - NOISE)}; p99 ≤ 2×, 0 non-2xx: ${met(r.p99Ratio <= 2 && r.bad === 0)}`
-      return `| ${r.c.name} | ${SETUP_LABEL[r.setup]} | ${fmt(r.ratio)} | ${fmt(r.p99Ratio)}× | ${r.bad} | ${goal} |`
+      return `| ${r.c.name} | ${SETUP_LABEL[r.setup]} | ${fmt(r.ratio)} | ${fmt(r.cpuRatio)} | ${fmt(r.p99Ratio)}× | ${r.bad} | ${goal} |`
     })
   const table = [
     `# Benchmark results`,
@@ -198,15 +223,18 @@ try {
     `(b) shared, on core ${SERVER_CPU} with the servers. Per case and set-up: ${WARMUP} s warm-up each, then ${RUNS} pairs of ${DURATION} s runs (the telemetry batch: ${LONG_RUNS} of ${LONG_DURATION} s)`,
     `(service, ceiling; the order alternating). Ratio: median of the paired ratios (min–max); req/s and latencies: medians. The ceiling is`,
     `bench/ceiling-server.ts (bare Fastify 5 + postgres.js, the same SQL); the replay's ceiling is its bare-stack replay route.`,
+    `Server CPU: each server's own utime + stime from /proc over all its runs, per answer (service / ceiling); servers' core busy: the median`,
+    `run's (service / ceiling): near 100 % the server limited the run, below it the load generator or PostgreSQL did. CPU ratio: the`,
+    `ceiling's µs / the service's: the share of the ceiling's requests per core the service serves, whichever side limited the run.`,
     ``,
-    `| case | set-up | conns | req/s | ceiling req/s | ratio | p50/p99 ms | ceiling p50/p99 ms | non-2xx |`,
-    `|---|---|---|---|---|---|---|---|---|`,
+    `| case | set-up | conns | req/s | ceiling req/s | ratio | p50/p99 ms | ceiling p50/p99 ms | server CPU µs/request | servers' core busy | non-2xx |`,
+    `|---|---|---|---|---|---|---|---|---|---|---|`,
     ...rows,
     ``,
     `Telemetry batch rows are events/s. Targets at 50 connections: (a) the issue's ratios; (b) not worse than the table before (PostgreSQL on the servers' core):`,
     ``,
-    `| case | set-up | ratio | p99 / ceiling p99 | non-2xx | target |`,
-    `|---|---|---|---|---|---|`,
+    `| case | set-up | ratio | CPU ratio | p99 / ceiling p99 | non-2xx | target |`,
+    `|---|---|---|---|---|---|---|`,
     ...targetRows,
     ``,
     `Telemetry metrics over ${TELEMETRY_SHAPE} (4 requests per window after a warm-up; median and min–max):`,
