@@ -1,7 +1,8 @@
 // patches/prom-client+15.1.3.patch: a series taken once with labels() (src/plugins/metrics.ts
 // keeps one per method, route and status) is validated and hashed when it is made, not on every
 // observe() or inc() (prometheus/client_js#38). Unpatched, each call re-reads and re-joins the
-// labels: the per-request cost of the two request metrics. The values must not change.
+// labels: the per-request cost of the two request metrics. The patched observe() also finds its
+// bucket by index and counts it under a property name made once. The values must not change.
 import t from 'tap'
 import { Counter, Histogram, Registry } from 'prom-client'
 
@@ -49,6 +50,18 @@ t.test('a histogram series observes without re-reading its labels, and its value
   series.observe(0.05)
   t.equal((await samplesOf(registry)).find((v) => v.metricName === 'h_seconds_count')!.value, 1, 'a kept series counts again after reset()')
   t.throws(() => histogram.labels({ method: 'GET', nope: 'x' } as never), 'unknown label names are refused when the series is made')
+})
+
+t.test('a histogram series counts each value in the first bucket whose bound it does not exceed', async (t) => {
+  const registry = new Registry()
+  const histogram = new Histogram({ name: 'e_seconds', help: 'e', labelNames: ['method'], buckets: [0.005, 0.1, 2.5], registers: [registry] })
+  const series = histogram.labels({ method: 'GET' })
+  // On a bound, just above it, below every bound (zero and negative), and above every bound.
+  for (const value of [0.005, 0.0050001, 0.1, 2.5, 0, -1, 2.5000001, 1e9]) series.observe(value)
+  const samples = await samplesOf(registry)
+  const bucket = (le: number | string) => samples.find((v) => v.metricName === 'e_seconds_bucket' && v.labels.le === le)!.value
+  t.same([bucket(0.005), bucket(0.1), bucket(2.5), bucket('+Inf')], [3, 5, 6, 8], 'cumulative counts per bound')
+  t.equal(samples.find((v) => v.metricName === 'e_seconds_count')!.value, 8)
 })
 
 t.test('a counter series increments without re-reading its labels, and its value is exact', async (t) => {
