@@ -8,8 +8,10 @@ import autocannon from 'autocannon'
 import {
   LOAD_CPU,
   SERVER_CPU,
+  US_PER_TICK,
   type Server,
   type Setup,
+  busyShare,
   coreTicks,
   cpuTicks,
   createBenchDatabase,
@@ -23,12 +25,9 @@ import { type BenchRequest, createBenchRequests, loadOptions } from './requests.
 
 const ROUNDS = Number(process.env.BENCH_RUNS ?? 5)
 const SECONDS = Number(process.env.BENCH_DURATION ?? 5)
-const US_PER_TICK = 10_000
 // BENCH_SETUP: node-bound (default; PostgreSQL on the load generator's core, the server alone on
 // its own) or shared (PostgreSQL on the servers' core).
 const SETUP = (process.env.BENCH_SETUP ?? 'node-bound') as Setup
-type CoreTicks = ReturnType<typeof coreTicks>
-const share = (a: CoreTicks, b: CoreTicks) => (b.busy - a.busy) / (b.total - a.total)
 
 const bench = await createBenchDatabase('cpusplit', { vacuumStandIn: false })
 try {
@@ -62,8 +61,8 @@ try {
       f.rps.push(result.requests.average)
       f.server.push(((s1 - s0) * US_PER_TICK) / done)
       f.postgres.push(((p1 - p0) * US_PER_TICK) / done)
-      f.serverCore.push(share(c0, c1))
-      f.loadCore.push(share(l0, l1))
+      f.serverCore.push(busyShare(c0, c1))
+      f.loadCore.push(busyShare(l0, l1))
       f.bad += result.non2xx + result.errors
     }
   }

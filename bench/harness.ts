@@ -30,6 +30,9 @@ export const SETUP_CPU: Record<Setup, string> = { 'node-bound': LOAD_CPU, shared
 /** Servers started by startServer, stopped by stopServers (or on an interrupt). */
 const children: ChildProcess[] = []
 
+/** µs of CPU per clock tick (/proc counts 100 ticks a second on Linux). */
+export const US_PER_TICK = 10_000
+
 /** utime + stime of a process, in clock ticks (100 per second on Linux). */
 export function cpuTicks(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
@@ -55,6 +58,11 @@ export function coreTicks(core: string): { busy: number; total: number } {
   const total = ticks.reduce((a, b) => a + b, 0)
   return { busy: total - ticks[3]! - ticks[4]!, total }
 }
+
+export type CoreTicks = ReturnType<typeof coreTicks>
+
+/** How busy a core was between two coreTicks readings (0..1). */
+export const busyShare = (before: CoreTicks, after: CoreTicks) => (after.busy - before.busy) / Math.max(after.total - before.total, 1)
 
 /** The middle value (the upper one of an even count). */
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!

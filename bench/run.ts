@@ -10,7 +10,7 @@ import os from 'node:os'
 import path from 'node:path'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
-import { API_KEY as KEY, LOAD_CPU, SERVER_CPU, type Server, type Setup, coreTicks, cpuTicks, createBenchDatabase, median, startCeiling, startService, stopServers } from './harness.js'
+import { API_KEY as KEY, LOAD_CPU, SERVER_CPU, US_PER_TICK, type Server, type Setup, busyShare, coreTicks, cpuTicks, createBenchDatabase, median, startCeiling, startService, stopServers } from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
 import { METRICS_WINDOWS, METRICS_TARGETS_MS, seedDocsSearch, TELEMETRY_SHAPE } from './telemetry-seed.js'
 
@@ -75,9 +75,6 @@ interface Measurement {
   coreBusy: number
 }
 
-/** µs of CPU per clock tick (/proc counts 100 ticks a second). */
-const US_PER_TICK = 10_000
-
 async function drive(server: Server, next: () => BenchRequest, connections: number, duration = DURATION): Promise<Measurement> {
   const base = server.base
   const [ticks0, core0] = [cpuTicks(server.process.pid!), coreTicks(SERVER_CPU)]
@@ -97,7 +94,7 @@ async function drive(server: Server, next: () => BenchRequest, connections: numb
     bad: result.non2xx + result.errors,
     answers: result.requests.total,
     serverTicks: ticks1 - ticks0,
-    coreBusy: (core1.busy - core0.busy) / Math.max(core1.total - core0.total, 1),
+    coreBusy: busyShare(core0, core1),
   }
 }
 

@@ -20,7 +20,7 @@ import { Redis } from 'ioredis'
 import { projectRoot } from '../src/paths.js'
 import { haproxyEnv, HAPROXY_CONFIG } from '../test/helpers/private-haproxy.js'
 import { freePort } from '../test/helpers/server-process.js'
-import { API_KEY, LOAD_CPU, SERVER_CPU, coreTicks, cpuTicks, createBenchDatabase, median, startServer, stopServers } from './harness.js'
+import { API_KEY, LOAD_CPU, SERVER_CPU, US_PER_TICK, busyShare, coreTicks, cpuTicks, createBenchDatabase, median, startServer, stopServers } from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
 import { runWrk } from './wrk.js'
 
@@ -79,9 +79,9 @@ async function driveWithCpu(base: string, pid: number, request: () => BenchReque
   const per = (x: number) => x / Math.max(1, run.total)
   return {
     ...run,
-    cpuUs: per((after - before) * 10_000),
+    cpuUs: per((after - before) * US_PER_TICK),
     redisUs: per((redisAfter - redisBefore) * 1e6),
-    loadCoreBusy: (loadAfter.busy - loadBefore.busy) / (loadAfter.total - loadBefore.total),
+    loadCoreBusy: busyShare(loadBefore, loadAfter),
   }
 }
 
