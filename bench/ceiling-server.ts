@@ -8,11 +8,15 @@ import postgres from 'postgres'
 const sql = postgres(process.env.DATABASE_URL!, { max: 10, onnotice: () => {} })
 const app = Fastify({ logger: false })
 
-/** The answer as JSON text, stored for its Idempotency-Key in the transaction: what the route sends. */
+/**
+ * The answer as JSON text, stored for its Idempotency-Key in the transaction: what the route sends.
+ * Under a key id of its own: a record with the empty key id would tell the service that records
+ * from before key ids are still live, and it would look those up too for the whole run.
+ */
 async function recordAnswer(tx: postgres.TransactionSql, scope: string, key: string, status: number, row: unknown): Promise<string> {
   const answer = JSON.stringify(row)
-  await tx`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-           values (${scope}, ${key}, 'h', ${status}, ${answer}, now() + interval '1 day')`
+  await tx`insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
+           values ('ceiling', ${scope}, ${key}, 'h', ${status}, ${answer}, now() + interval '1 day')`
   return answer
 }
 
