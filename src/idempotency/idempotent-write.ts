@@ -6,13 +6,19 @@
 //    concurrent request with the same triple waits on that key, fails it once the first
 //    commits, rolls back its own work and replays (or gets 409). Business errors roll back,
 //    so only successful answers are stored.
+// A write for a learner this replica has read recently (known-learners.ts) skips step 1 and
+// goes straight to step 2 with that learner: a stored answer then shows as the key taken, and
+// the answer's INSERT also checks that the learner is unchanged. Anything else it meets (a
+// business error, a changed or missing learner) sends it through steps 1 and 2 as above, so
+// every answer is the one those steps give; a replay costs the rolled-back transaction more.
 // The answer is stored as the JSON text the route's serializer made, and a replay sends that
 // text as it is: the same bytes, and no parse or serialization on the replay path.
 import { appError, AppError } from '../errors.js'
 import { inPipelinedTransaction, type ReservingDatabase } from '../db/transaction.js'
 import type { Repositories } from '../repositories/index.js'
-import { insertAnswer, type StoredAnswer } from '../repositories/idempotency.js'
+import { insertAnswer, isLearnerChanged, type LearnerCheck, type StoredAnswer } from '../repositories/idempotency.js'
 import type { User, UserKey } from '../repositories/users.js'
+import { createKnownLearners, learnerCheck, type KnownLearners } from './known-learners.js'
 import { requestHash } from './request-hash.js'
 
 export interface WriteResult<T> {
@@ -39,8 +45,10 @@ export interface WriteIdentity {
 }
 
 /**
- * The work of a write: with a learner key, it gets the learner (read with the stored answer,
- * before the transaction); without one, `undefined`.
+ * The work of a write: with a learner key, it gets the learner (read with the stored answer
+ * before the transaction, or earlier: see known-learners.ts); without one, `undefined`. Of the
+ * learner, a work may rely on its client_uuid and time zone: the two fields the answer's INSERT
+ * checks are still the stored ones.
  */
 export type WriteWork<T> = (repos: Repositories, learner: User | undefined) => Promise<WriteResult<T>>
 
@@ -56,6 +64,8 @@ const KEY_TAKEN = Symbol('key taken')
 
 const isKeyTaken = (err: unknown) =>
   (err as { code?: string }).code === '23505' && (err as { constraint_name?: string }).constraint_name === 'idempotency_records_pkey'
+/** A row that must reference a learner could not: the learner a write was decided from is gone. */
+const isForeignKeyViolation = (err: unknown) => (err as { code?: string }).code === '23503'
 
 /** How often the service looks again for records that predate key ids. */
 const LEGACY_CHECK_MS = 10_000
@@ -82,15 +92,23 @@ function legacyRecordsTracker(db: { repos: Repositories }) {
   }
 }
 
-export function createIdempotentWrite(db: ReservingDatabase & { repos: Repositories }, ttlHours: number): IdempotentWrite {
+export function createIdempotentWrite(
+  db: ReservingDatabase & { repos: Repositories },
+  ttlHours: number,
+  learners: KnownLearners = createKnownLearners(),
+): IdempotentWrite {
   const legacy = legacyRecordsTracker(db)
-  /** One transaction: the work, then the answer; KEY_TAKEN when another request stored the triple first. */
+  /**
+   * One transaction: the work, then the answer (which checks `check`, when given); KEY_TAKEN
+   * when another request stored the triple first.
+   */
   async function attempt<T>(
     who: WriteIdentity,
     hash: string,
     serialize: SerializeAnswer,
     work: WriteWork<T>,
     learner: User | undefined,
+    check?: LearnerCheck,
   ): Promise<WriteOutcome | typeof KEY_TAKEN> {
     try {
       return await inPipelinedTransaction(
@@ -99,10 +117,32 @@ export function createIdempotentWrite(db: ReservingDatabase & { repos: Repositor
           const result = await work(repos, learner)
           return { status: result.status, json: serialize(result.status, result.body), replayed: false }
         },
-        (sql, answer) => insertAnswer(sql, { keyId: who.keyId, scope: who.scope, key: who.key, hash, status: answer.status, body: answer.json, ttlHours }),
+        (sql, answer) =>
+          insertAnswer(sql, { keyId: who.keyId, scope: who.scope, key: who.key, hash, status: answer.status, body: answer.json, ttlHours, learner: check }),
       )
     } catch (err) {
       if (isKeyTaken(err)) return KEY_TAKEN
+      throw err
+    }
+  }
+
+  /**
+   * attempt() with a learner read earlier, checked where the answer is stored; undefined when a
+   * fresh read must decide: a business error or a missing row (both may come from a stale
+   * learner), or a learner that has changed.
+   */
+  async function attemptWithKnownLearner<T>(
+    who: WriteIdentity,
+    hash: string,
+    serialize: SerializeAnswer,
+    work: WriteWork<T>,
+    learnerKey: UserKey,
+    learner: User,
+  ): Promise<WriteOutcome | typeof KEY_TAKEN | undefined> {
+    try {
+      return await attempt(who, hash, serialize, work, learner, learnerCheck(learnerKey, learner))
+    } catch (err) {
+      if (err instanceof AppError || isForeignKeyViolation(err) || isLearnerChanged(err)) return undefined
       throw err
     }
   }
@@ -122,13 +162,31 @@ export function createIdempotentWrite(db: ReservingDatabase & { repos: Repositor
     const withLegacy = who.legacyRecords && legacy.mayExist()
     const findStored = () => db.repos.idempotency.find(who.keyId, who.scope, who.key, withLegacy)
 
+    // A known learner: the transaction at once. A legacy record would not take the caller's key,
+    // so while such records may be live the lookup comes first.
+    const known = learnerKey && !withLegacy ? learners.get(learnerKey) : undefined
+    if (known && learnerKey) {
+      const result = await attemptWithKnownLearner(who, hash, serialize, work, learnerKey, known)
+      if (result === KEY_TAKEN) {
+        const winner = await findStored()
+        if (winner) return replay(winner)
+      } else if (result) {
+        return result
+      }
+      // Not decided yet: the steps below decide, from a fresh read of the learner.
+    }
+
     let learner: User | undefined
     if (learnerKey) {
       const first = await db.repos.idempotency.findWithLearner(who.keyId, who.scope, who.key, withLegacy, learnerKey)
       if (first.stored) return replay(first.stored)
-      // The same 404 the work's own lookup of the learner gave when it ran in the transaction.
-      if (!first.learner) throw appError('USER_NOT_FOUND')
+      if (!first.learner) {
+        learners.forget(learnerKey)
+        // The same 404 the work's own lookup of the learner gave when it ran in the transaction.
+        throw appError('USER_NOT_FOUND')
+      }
       learner = first.learner
+      learners.remember(learnerKey, learner)
     } else {
       const stored = await findStored()
       if (stored) return replay(stored)

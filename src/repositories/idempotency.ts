@@ -21,6 +21,14 @@ export interface StoredAnswer {
  */
 export const LEGACY_RECORD_KEY_ID = ''
 
+/** The learner a write was decided from, by its system key: what insertAnswer() checks. */
+export interface LearnerCheck {
+  system_user_id: string
+  system_uuid: string
+  client_uuid: string
+  timezone: string
+}
+
 export interface AnswerRecord {
   keyId: string
   scope: string
@@ -29,18 +37,41 @@ export interface AnswerRecord {
   status: number
   body: string
   ttlHours: number
+  /** For a write on a learner's behalf: the learner it was decided from, checked by the INSERT. */
+  learner?: LearnerCheck
 }
 
 /**
  * The INSERT that stores an answer, not sent yet: inPipelinedTransaction sends it right before
- * COMMIT. Fails with a primary-key violation when (key id, scope, key) is taken; an
- * uncommitted holder is waited for.
+ * COMMIT. Fails with a primary-key violation when (key id, scope, key) is taken (an uncommitted
+ * holder is waited for), and as isLearnerChanged() tells when `learner` is no longer the stored
+ * one: the learner with that system key no longer has that client_uuid and time zone.
  */
 export function insertAnswer(sql: Sql, r: AnswerRecord): ClosingStatement {
+  if (r.learner) {
+    const l = r.learner
+    // The hash comes through a lookup of the learner: no such learner makes it null, which the
+    // column's NOT NULL refuses. The statement must fail, not insert nothing: COMMIT follows it
+    // in the same pipeline, and only an error turns that COMMIT into a rollback. A function
+    // raising its own error would read better and costs PostgreSQL more (a PL/pgSQL call).
+    return sql`
+      insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
+      values (${r.keyId}, ${r.scope}, ${r.key},
+              (select ${r.hash}::text from users
+                where system_user_id = ${l.system_user_id} and system_uuid = ${l.system_uuid}
+                  and client_uuid = ${l.client_uuid} and timezone = ${l.timezone}),
+              ${r.status}, ${r.body}, now() + make_interval(hours => ${r.ttlHours}))`
+  }
   return sql`
     insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
     values (${r.keyId}, ${r.scope}, ${r.key}, ${r.hash}, ${r.status}, ${r.body}, now() + make_interval(hours => ${r.ttlHours}))`
 }
+
+/** insertAnswer() failed its learner check: the learner a write was decided from has changed. */
+export const isLearnerChanged = (err: unknown): boolean =>
+  (err as { code?: string }).code === '23502' &&
+  (err as { table_name?: string }).table_name === 'idempotency_records' &&
+  (err as { column_name?: string }).column_name === 'request_hash'
 
 export function createIdempotencyRepository(db: Db) {
   const learnerColumns = db.unsafe(LEARNER_COLUMNS)
