@@ -35,7 +35,9 @@ t.test('registry: a connection is judged by the candidate it presents now, expir
 })
 
 t.test('HTTP: one keep-alive connection, several keys, each request judged by its own', async (t) => {
-  const expiresAt = new Date(Date.now() + 1500)
+  // Long enough for the app to be built and the sequence to run before it, on a loaded CI
+  // machine too (a database is created and migrated first); the test waits out the rest.
+  const expiresAt = new Date(Date.now() + 6000)
   const keyFile = await writeKeyFile(t, [
     { id: 'reader', secret: 'ssk_reader', scopes: ['users:read'] },
     { id: 'studier', secret: 'ssk_studier', scopes: ['study:read'] },
