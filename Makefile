@@ -88,7 +88,7 @@ bench: build
 bench-cpu: build
 	taskset -c 1 npx tsx bench/cpu-split.ts
 
-## Ten minutes of mixed load (SOAK_SECONDS, SOAK_SETUP node-bound or shared): throughput and RSS per minute within ±10 % from the second minute on (bench/soak.md).
+## Ten minutes of mixed load (SOAK_SECONDS, SOAK_SETUP node-bound or shared): throughput and RSS per minute within ±10 % from the second minute on, beside a fixed piece of work timed on each core (bench/soak.md).
 bench-soak: build
 	taskset -c 1 npx tsx bench/soak.ts
 

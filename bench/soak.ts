@@ -5,13 +5,16 @@
 // throughput within minutes; see patches/). SOAK_SETUP: node-bound (default: PostgreSQL and the
 // load generator on the other core, as PostgreSQL runs on its own host in production, so the
 // figures are the service's own drift) or shared (PostgreSQL on the service's core: its
-// checkpoints and vacuums then show as the service's dips).
+// checkpoints and vacuums then show as the service's dips). Beside each sample, the time a fixed
+// piece of work takes on each core (core-speed.ts): on a shared VM the machine's own speed moves,
+// and the report shows how closely the throughput followed it.
 import { readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
-import { SERVER_CPU, type Setup, cpuTicks, createBenchDatabase, median, startService, stopServers } from './harness.js'
+import { correlation, startCoreSpeedProbes } from './core-speed.js'
+import { LOAD_CPU, SERVER_CPU, type Setup, cpuTicks, createBenchDatabase, median, startService, stopServers } from './harness.js'
 import { createBenchRequests, loadOptions } from './requests.js'
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600)
@@ -47,7 +50,8 @@ try {
 
   // Per interval: throughput, RSS, and the service's own CPU per request, which tells the
   // service's drift apart from the database's (its tables grow through the whole run).
-  const samples: { at: number; rps: number; rss: number; cpuUs: number }[] = []
+  const samples: { at: number; rps: number; rss: number; cpuUs: number; coreMs?: number[] }[] = []
+  const cores = startCoreSpeedProbes([SERVER_CPU, LOAD_CPU])
   const pid = service.process.pid!
   const started = performance.now()
   let last = 0
@@ -60,7 +64,10 @@ try {
     last = answered
     lastTicks = ticks
     const s = samples.at(-1)!
-    console.log(`${at}s ${Math.round(s.rps)} req/s, RSS ${s.rss.toFixed(1)} MiB, ${Math.round(s.cpuUs)} µs CPU/request`)
+    void cores.read().then((ms) => {
+      s.coreMs = ms
+      console.log(`${at}s ${Math.round(s.rps)} req/s, RSS ${s.rss.toFixed(1)} MiB, ${Math.round(s.cpuUs)} µs CPU/request, fixed work ${ms.join(' / ')} ms`)
+    })
   }, SAMPLE_SECONDS * 1000)
   // RSS every second: a garbage-collected heap saws up and down between collections, so
   // flatness is judged on each minute's median against the run's, not on single readings.
@@ -69,6 +76,8 @@ try {
   const result = await run
   clearInterval(timer)
   clearInterval(rssTimer)
+  await cores.read() // the last sample's reading has come back
+  cores.stop()
 
   const steady = rssReadings.filter((r) => r.at > WARM_UP_SECONDS)
   // Minutes 2..last (the first is warm-up): each one's median RSS and its mean throughput.
@@ -94,6 +103,12 @@ try {
   const cpuMean = (xs: typeof samples) => xs.reduce((a, s) => a + s.cpuUs, 0) / xs.length
   const cpuFirst = cpuMean(samples.slice(0, perMinute))
   const cpuLast = cpuMean(samples.slice(-perMinute))
+  const probed = samples.filter((s) => s.at > 60 && s.coreMs)
+  const coreLine = (i: number, name: string) => {
+    const ms = probed.map((s) => s.coreMs![i]!)
+    const r = correlation(probed.map((s) => s.rps), ms)
+    return `${name} ${Math.min(...ms).toFixed(0)}–${Math.max(...ms).toFixed(0)} ms (r = ${r.toFixed(2)})`
+  }
   const report = [
     '# Soak results',
     '',
@@ -104,10 +119,11 @@ try {
     `- throughput, minutes 2–${minuteCount}: per-minute means ${minutes.map((x) => Math.round(x.rps)).join(', ')} req/s; median ${Math.round(rpsFlat.mid)}, largest deviation ${(rpsFlat.worst * 100).toFixed(1)} % (target ≤ ${TOLERANCE * 100} %): ${verdict(rpsFlat.worst)}`,
     `- RSS, minutes 2–${minuteCount} (read every second): per-minute medians ${minutes.map((x) => x.rss.toFixed(1)).join(', ')} MiB; median ${rssFlat.mid.toFixed(1)}, largest deviation ${(rssFlat.worst * 100).toFixed(1)} % (target ≤ ${TOLERANCE * 100} %): ${verdict(rssFlat.worst)}; single readings ${Math.min(...steady.map((r) => r.rss)).toFixed(1)}–${Math.max(...steady.map((r) => r.rss)).toFixed(1)} MiB (the heap between collections)`,
     `- first minute ${Math.round(firstMinute)} req/s, last minute ${Math.round(lastMinute)} req/s; service CPU per request: first minute ${Math.round(cpuFirst)} µs, last minute ${Math.round(cpuLast)} µs (ratio ${(cpuLast / cpuFirst).toFixed(2)})`,
+    `- the machine: a fixed piece of work (a random walk over 32 MiB, its own CPU time) took, from minute 2 on, ${coreLine(0, "on the service's core")}, ${coreLine(1, 'on the other core')}; r: its correlation with the sample's throughput, strongly negative when the machine's speed moved the throughput. The service's CPU per request against the work's time on its core: r = ${correlation(probed.map((s) => s.cpuUs), probed.map((s) => s.coreMs![0]!)).toFixed(2)} (positive: the same requests cost more CPU while the core was slow)`,
     '',
-    '| t (s) | req/s | RSS MiB | service CPU µs/request |',
-    '|---|---|---|---|',
-    ...samples.map((s) => `| ${s.at} | ${Math.round(s.rps)} | ${s.rss.toFixed(1)} | ${Math.round(s.cpuUs)} |`),
+    "| t (s) | req/s | RSS MiB | service CPU µs/request | fixed work ms, service's core / other core |",
+    '|---|---|---|---|---|',
+    ...samples.map((s) => `| ${s.at} | ${Math.round(s.rps)} | ${s.rss.toFixed(1)} | ${Math.round(s.cpuUs)} | ${s.coreMs?.join(' / ') ?? '–'} |`),
     '',
   ].join('\n')
   writeFileSync(path.join(projectRoot, 'bench/soak.md'), report)
