@@ -14,7 +14,7 @@ import path from 'node:path'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
 import { correlation, startCoreSpeedProbes } from './core-speed.js'
-import { LOAD_CPU, SERVER_CPU, type Setup, cpuTicks, createBenchDatabase, median, startService, stopServers } from './harness.js'
+import { LOAD_CPU, SERVER_CPU, type Setup, US_PER_TICK, cpuTicks, createBenchDatabase, median, postgresCpuTicks, startService, stopServers } from './harness.js'
 import { createBenchRequests, loadOptions } from './requests.js'
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600)
@@ -48,25 +48,29 @@ try {
     if (status >= 300) failed++
   })
 
-  // Per interval: throughput, RSS, and the service's own CPU per request, which tells the
-  // service's drift apart from the database's (its tables grow through the whole run).
-  const samples: { at: number; rps: number; rss: number; cpuUs: number; coreMs?: number[] }[] = []
+  // Per interval: throughput, RSS, and the service's and PostgreSQL's CPU per request, which tell
+  // the service's drift apart from the database's (its tables grow through the whole run).
+  const samples: { at: number; rps: number; rss: number; cpuUs: number; pgUs: number; coreMs?: number[] }[] = []
   const cores = startCoreSpeedProbes([SERVER_CPU, LOAD_CPU])
   const pid = service.process.pid!
   const started = performance.now()
   let last = 0
   let lastTicks = cpuTicks(pid)
+  let lastPgTicks = postgresCpuTicks()
   const timer = setInterval(() => {
     const at = Math.round((performance.now() - started) / 1000)
     const ticks = cpuTicks(pid)
+    const pgTicks = postgresCpuTicks()
     const requests = answered - last
-    samples.push({ at, rps: requests / SAMPLE_SECONDS, rss: rssMiB(pid), cpuUs: requests ? ((ticks - lastTicks) * 10_000) / requests : 0 })
+    const perRequest = (spent: number) => (requests ? (spent * US_PER_TICK) / requests : 0)
+    samples.push({ at, rps: requests / SAMPLE_SECONDS, rss: rssMiB(pid), cpuUs: perRequest(ticks - lastTicks), pgUs: perRequest(pgTicks - lastPgTicks) })
     last = answered
     lastTicks = ticks
+    lastPgTicks = pgTicks
     const s = samples.at(-1)!
     void cores.read().then((ms) => {
       s.coreMs = ms
-      console.log(`${at}s ${Math.round(s.rps)} req/s, RSS ${s.rss.toFixed(1)} MiB, ${Math.round(s.cpuUs)} µs CPU/request, fixed work ${ms.join(' / ')} ms`)
+      console.log(`${at}s ${Math.round(s.rps)} req/s, RSS ${s.rss.toFixed(1)} MiB, CPU/request ${Math.round(s.cpuUs)} µs (PostgreSQL ${Math.round(s.pgUs)}), fixed work ${ms.join(' / ')} ms`)
     })
   }, SAMPLE_SECONDS * 1000)
   // RSS every second: a garbage-collected heap saws up and down between collections, so
@@ -100,9 +104,12 @@ try {
   const mean = (xs: typeof samples) => xs.reduce((a, s) => a + s.rps, 0) / xs.length
   const firstMinute = mean(samples.slice(0, perMinute))
   const lastMinute = mean(samples.slice(-perMinute))
-  const cpuMean = (xs: typeof samples) => xs.reduce((a, s) => a + s.cpuUs, 0) / xs.length
+  const cpuMean = (xs: typeof samples, of: 'cpuUs' | 'pgUs' = 'cpuUs') => xs.reduce((a, s) => a + s[of], 0) / xs.length
   const cpuFirst = cpuMean(samples.slice(0, perMinute))
   const cpuLast = cpuMean(samples.slice(-perMinute))
+  // Minute 2 against the last: the first minute is the warm-up.
+  const pgSecond = cpuMean(samples.slice(perMinute, 2 * perMinute), 'pgUs')
+  const pgLast = cpuMean(samples.slice(-perMinute), 'pgUs')
   const probed = samples.filter((s) => s.at > 60 && s.coreMs)
   const coreLine = (i: number, name: string) => {
     const ms = probed.map((s) => s.coreMs![i]!)
@@ -118,12 +125,12 @@ try {
     `- requests: ${answered} answered, ${failed} non-2xx, ${result.errors} errors; mean ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms`,
     `- throughput, minutes 2–${minuteCount}: per-minute means ${minutes.map((x) => Math.round(x.rps)).join(', ')} req/s; median ${Math.round(rpsFlat.mid)}, largest deviation ${(rpsFlat.worst * 100).toFixed(1)} % (target ≤ ${TOLERANCE * 100} %): ${verdict(rpsFlat.worst)}`,
     `- RSS, minutes 2–${minuteCount} (read every second): per-minute medians ${minutes.map((x) => x.rss.toFixed(1)).join(', ')} MiB; median ${rssFlat.mid.toFixed(1)}, largest deviation ${(rssFlat.worst * 100).toFixed(1)} % (target ≤ ${TOLERANCE * 100} %): ${verdict(rssFlat.worst)}; single readings ${Math.min(...steady.map((r) => r.rss)).toFixed(1)}–${Math.max(...steady.map((r) => r.rss)).toFixed(1)} MiB (the heap between collections)`,
-    `- first minute ${Math.round(firstMinute)} req/s, last minute ${Math.round(lastMinute)} req/s; service CPU per request: first minute ${Math.round(cpuFirst)} µs, last minute ${Math.round(cpuLast)} µs (ratio ${(cpuLast / cpuFirst).toFixed(2)})`,
+    `- first minute ${Math.round(firstMinute)} req/s, last minute ${Math.round(lastMinute)} req/s; service CPU per request: first minute ${Math.round(cpuFirst)} µs, last minute ${Math.round(cpuLast)} µs (ratio ${(cpuLast / cpuFirst).toFixed(2)}); PostgreSQL's CPU per request (all its processes): minute 2 ${Math.round(pgSecond)} µs, last minute ${Math.round(pgLast)} µs (ratio ${(pgLast / pgSecond).toFixed(2)})`,
     `- the machine: a fixed piece of work (a random walk over 32 MiB, its own CPU time) took, from minute 2 on, ${coreLine(0, "on the service's core")}, ${coreLine(1, 'on the other core')}; r: its correlation with the sample's throughput, strongly negative when the machine's speed moved the throughput. The service's CPU per request against the work's time on its core: r = ${correlation(probed.map((s) => s.cpuUs), probed.map((s) => s.coreMs![0]!)).toFixed(2)} (positive: the same requests cost more CPU while the core was slow)`,
     '',
-    "| t (s) | req/s | RSS MiB | service CPU µs/request | fixed work ms, service's core / other core |",
-    '|---|---|---|---|---|',
-    ...samples.map((s) => `| ${s.at} | ${Math.round(s.rps)} | ${s.rss.toFixed(1)} | ${Math.round(s.cpuUs)} | ${s.coreMs?.join(' / ') ?? '–'} |`),
+    "| t (s) | req/s | RSS MiB | service CPU µs/request | PostgreSQL CPU µs/request | fixed work ms, service's core / other core |",
+    '|---|---|---|---|---|---|',
+    ...samples.map((s) => `| ${s.at} | ${Math.round(s.rps)} | ${s.rss.toFixed(1)} | ${Math.round(s.cpuUs)} | ${Math.round(s.pgUs)} | ${s.coreMs?.join(' / ') ?? '–'} |`),
     '',
   ].join('\n')
   writeFileSync(path.join(projectRoot, 'bench/soak.md'), report)
