@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import path from 'node:path'
 import { createInterface } from 'node:readline'
 import { projectRoot } from '../src/paths.js'
+import { mean } from './harness.js'
 
 const PROBE = path.join(projectRoot, 'bench/core-speed-probe.mjs')
 
@@ -45,7 +46,6 @@ export function startCoreSpeedProbes(cpus: readonly string[]): CoreSpeedProbes {
 
 /** Pearson's correlation of two equally long series (NaN when either is constant). */
 export function correlation(xs: readonly number[], ys: readonly number[]): number {
-  const mean = (v: readonly number[]) => v.reduce((a, b) => a + b, 0) / v.length
   const mx = mean(xs)
   const my = mean(ys)
   let sxy = 0

@@ -66,6 +66,7 @@ export const busyShare = (before: CoreTicks, after: CoreTicks) => (after.busy - 
 
 /** The middle value (the upper one of an even count). */
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+export const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
 
 export interface BenchDatabase {
   url: string

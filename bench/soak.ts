@@ -14,7 +14,7 @@ import path from 'node:path'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
 import { correlation, startCoreSpeedProbes } from './core-speed.js'
-import { LOAD_CPU, SERVER_CPU, type Setup, US_PER_TICK, cpuTicks, createBenchDatabase, median, postgresCpuTicks, startService, stopServers } from './harness.js'
+import { LOAD_CPU, SERVER_CPU, type Setup, US_PER_TICK, cpuTicks, createBenchDatabase, mean, median, postgresCpuTicks, startService, stopServers } from './harness.js'
 import { createBenchRequests, loadOptions } from './requests.js'
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600)
@@ -91,7 +91,7 @@ try {
   const minutes = minuteNumbers
     .map((m) => ({ m, rss: inMinute(rssReadings, m), rps: inMinute(samples, m) }))
     .filter((x) => x.rss.length > 0 && x.rps.length > 0)
-    .map(({ m, rss, rps }) => ({ m, rss: median(rss.map((r) => r.rss)), rps: rps.reduce((a, s) => a + s.rps, 0) / rps.length }))
+    .map(({ m, rss, rps }) => ({ m, rss: median(rss.map((r) => r.rss)), rps: mean(rps.map((s) => s.rps)) }))
   const spread = (xs: number[]) => {
     if (xs.length === 0) return { mid: Number.NaN, worst: Number.NaN } // a run shorter than two minutes
     const mid = median(xs)
@@ -101,15 +101,14 @@ try {
   const rpsFlat = spread(minutes.map((x) => x.rps))
   const verdict = (worst: number) => (worst <= TOLERANCE ? 'met' : '**not met**')
   const perMinute = Math.max(1, Math.round(60 / SAMPLE_SECONDS))
-  const mean = (xs: typeof samples) => xs.reduce((a, s) => a + s.rps, 0) / xs.length
-  const firstMinute = mean(samples.slice(0, perMinute))
-  const lastMinute = mean(samples.slice(-perMinute))
-  const cpuMean = (xs: typeof samples, of: 'cpuUs' | 'pgUs' = 'cpuUs') => xs.reduce((a, s) => a + s[of], 0) / xs.length
-  const cpuFirst = cpuMean(samples.slice(0, perMinute))
-  const cpuLast = cpuMean(samples.slice(-perMinute))
+  const meanOf = (xs: typeof samples, of: 'rps' | 'cpuUs' | 'pgUs') => mean(xs.map((s) => s[of]))
+  const firstMinute = meanOf(samples.slice(0, perMinute), 'rps')
+  const lastMinute = meanOf(samples.slice(-perMinute), 'rps')
+  const cpuFirst = meanOf(samples.slice(0, perMinute), 'cpuUs')
+  const cpuLast = meanOf(samples.slice(-perMinute), 'cpuUs')
   // Minute 2 against the last: the first minute is the warm-up.
-  const pgSecond = cpuMean(samples.slice(perMinute, 2 * perMinute), 'pgUs')
-  const pgLast = cpuMean(samples.slice(-perMinute), 'pgUs')
+  const pgSecond = meanOf(samples.slice(perMinute, 2 * perMinute), 'pgUs')
+  const pgLast = meanOf(samples.slice(-perMinute), 'pgUs')
   const probed = samples.filter((s) => s.at > 60 && s.coreMs)
   const coreLine = (i: number, name: string) => {
     const ms = probed.map((s) => s.coreMs![i]!)
