@@ -1,9 +1,14 @@
-// Each test file gets its own PostgreSQL database, migrated, and dropped at the end.
-import { randomBytes } from 'node:crypto'
+// Each test file gets its own PostgreSQL database, migrated, and dropped at the end. Databases
+// are cloned from a template migrated once per run (named by a hash of the migrations and the
+// migrator), so no test file pays for migrating; `test/helpers/drop-template.ts` drops it after.
+import { createHash, randomBytes } from 'node:crypto'
+import { readdirSync, readFileSync } from 'node:fs'
+import path from 'node:path'
 import postgres from 'postgres'
 import type { Test } from 'tap'
 import { createClient, type Sql } from '../../src/db/client.js'
 import { migrate } from '../../src/db/migrate.js'
+import { migrationsDir, projectRoot } from '../../src/paths.js'
 
 export const ADMIN_URL = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres'
 
@@ -19,13 +24,56 @@ export interface TestDatabase {
   sql: Sql
 }
 
+/** The template's name: it changes whenever a migration or the migrator changes. */
+export function templateName(): string {
+  const hash = createHash('sha256')
+  hash.update(readFileSync(path.join(projectRoot, 'src/db/migrate.ts')))
+  for (const file of readdirSync(migrationsDir).filter((f) => f.endsWith('.sql')).sort()) {
+    hash.update(file).update(readFileSync(path.join(migrationsDir, file)))
+  }
+  return `study_tpl_${hash.digest('hex').slice(0, 16)}`
+}
+
+const TEMPLATE_LOCK = 7_346_110_202 // serialises building the template across test processes
+
+/** Builds the template under another name and renames it, so nobody clones a half-built one. */
+async function ensureTemplate(admin: postgres.Sql, template: string): Promise<void> {
+  await admin`select pg_advisory_lock(${TEMPLATE_LOCK})`
+  try {
+    const [exists] = await admin`select 1 from pg_database where datname = ${template}`
+    if (exists) return
+    const building = `${template}_build`
+    await admin.unsafe(`drop database if exists "${building}" with (force)`)
+    await admin.unsafe(`create database "${building}"`)
+    const sql = createClient(databaseUrl(building), { max: 1 })
+    try {
+      await migrate(sql)
+    } finally {
+      await sql.end({ timeout: 5 })
+    }
+    await admin.unsafe(`alter database "${building}" rename to "${template}"`)
+  } finally {
+    await admin`select pg_advisory_unlock(${TEMPLATE_LOCK})`
+  }
+}
+
 export async function createTestDatabase(t: Test, options: { max?: number } = {}): Promise<TestDatabase> {
   const name = `study_test_${process.pid}_${randomBytes(4).toString('hex')}`
+  const template = templateName()
   const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} })
-  await admin.unsafe(`create database "${name}"`)
+  // Another run with the same migrations may drop the template after its own last test: build
+  // it again then.
+  for (let attempt = 1; ; attempt++) {
+    await ensureTemplate(admin, template)
+    try {
+      await admin.unsafe(`create database "${name}" template "${template}"`)
+      break
+    } catch (error) {
+      if (attempt >= 3) throw error
+    }
+  }
   const url = databaseUrl(name)
   const sql = createClient(url, { max: options.max ?? 10 })
-  await migrate(sql)
   t.teardown(async () => {
     await sql.end({ timeout: 5 })
     await admin.unsafe(`drop database if exists "${name}" with (force)`)
