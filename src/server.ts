@@ -17,7 +17,7 @@ async function main(config: Config) {
 
   const app = await buildApp({ config, sql })
   if (embedded) app.log.info({ dataDir: config.dataDir }, 'no DATABASE_URL: using embedded PostgreSQL (PGlite)')
-  if (!process.env.API_KEYS) app.log.warn(`API_KEYS is not set: APP_ENV=dev accepts the development key "${DEV_API_KEY}"`)
+  if (config.apiKeys.includes(DEV_API_KEY)) app.log.warn(`API_KEYS is not set: APP_ENV=dev accepts the development key "${DEV_API_KEY}"`)
   await app.listen({ port: config.port, host: config.host })
 
   let stopping = false
