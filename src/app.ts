@@ -23,6 +23,8 @@ import bodyBudgetPlugin from './plugins/body-budget.js'
 import earlyClosePlugin from './plugins/early-close.js'
 import requestPipelinePlugin from './plugins/request-pipeline.js'
 import routesPlugin from './plugins/routes.js'
+import { createIdempotency } from './idempotency/index.js'
+import { createServiceHandlers } from '../handlers/index.js'
 
 export interface AppOptions {
   config: Config
@@ -88,6 +90,15 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   await app.register(bodyBudgetPlugin)
   await app.register(requestPipelinePlugin)
   await app.register(docsPlugin)
-  await app.register(routesPlugin, { now })
+  app.decorate('draining', false)
+  const serviceHandlers = createServiceHandlers({
+    config,
+    db: app.db,
+    answerIdempotently: createIdempotency(app.db, config.idempotencyTtlHours),
+    isDraining: () => app.draining,
+    isUnderPressure: () => app.overloaded(),
+    now: now ?? (() => new Date()),
+  })
+  await app.register(routesPlugin, { serviceHandlers })
   return app
 }
