@@ -104,7 +104,10 @@ export class RedisWindowStore {
   }
 
   incr(key: string, cb: IncrCallback, timeWindow: number, max: number): void {
-    if (this.#down !== null) return cb(null, this.#fallback(key, timeWindow, max))
+    if (this.#down !== null) {
+      cb(null, this.#fallback(key, timeWindow, max))
+      return
+    }
     takeInRedis(this.#redis, key, timeWindow, max, `${this.#tag}.${this.#sequence++}`).then(
       (result) => cb(null, result),
       (err: Error) => {
