@@ -5,6 +5,7 @@ import { appError } from '../errors.js'
 import { ADDRESS_PREFIX, SlidingWindowStore } from '../rate-limit/sliding-window-store.js'
 import { createRedisWindowClient, RedisWindowStore } from '../rate-limit/redis-window.js'
 import * as ietf from '../rate-limit/ietf-headers.js'
+import { existingStore } from '../library-types.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -70,10 +71,7 @@ export default fp(
       global: false,
       max: perKeyQuotas ? (request) => quotaFor(request).max : defaults.max,
       timeWindow: perKeyQuotas ? (request) => quotaFor(request).windowMs : defaults.windowMs,
-      // @fastify/rate-limit constructs the store with `new`; this hands it the one built above.
-      store: function useStore() {
-        return store
-      } as never,
+      store: existingStore(store),
       keyGenerator: (request) => request.apiKeyId ?? addressClient(request),
       errorResponseBuilder: () => appError('SECURITY_RATE_LIMIT_EXCEEDED'),
     })

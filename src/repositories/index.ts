@@ -51,7 +51,7 @@ class LazyRepositories {
   ) {}
 
   #get<Name extends keyof Repositories>(name: Name): Repositories[Name] {
-    const built = this.#built[name] ?? (instrument(name, factories[name](this.db) as never, this.observe, this.usage) as Repositories[Name])
+    const built = this.#built[name] ?? (instrument(name, factories[name](this.db), this.observe, this.usage) as Repositories[Name])
     this.#built[name] = built
     return built
   }
