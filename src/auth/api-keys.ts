@@ -14,8 +14,6 @@ export interface ApiKeyIdentity {
   readonly systems: ReadonlySet<string> | null
   /** null: the default limit */
   readonly rateLimit: RateLimitPolicy | null
-  /** A plain secret from API_KEYS (full access). */
-  readonly legacy: boolean
 }
 
 interface Secret {
@@ -47,7 +45,7 @@ export function createApiKeyRegistry(legacySecrets: readonly string[], entries: 
   }
   for (const plain of new Set(legacySecrets)) {
     const digest = sha256(plain)
-    const identity: ApiKeyIdentity = Object.freeze({ id: legacyKeyId(plain), scopes: null, systems: null, rateLimit: null, legacy: true })
+    const identity: ApiKeyIdentity = Object.freeze({ id: legacyKeyId(plain), scopes: null, systems: null, rateLimit: null })
     add(digest.toString('hex'), { digest, identity, expiresAt: null }, `API_KEYS key ${identity.id}`)
   }
   const identities = new Map<string, ApiKeyIdentity>()
@@ -59,7 +57,6 @@ export function createApiKeyRegistry(legacySecrets: readonly string[], entries: 
         scopes: entry.scopes && new Set(entry.scopes),
         systems: entry.systems && new Set(entry.systems),
         rateLimit: entry.rateLimit,
-        legacy: false,
       })
       identities.set(entry.id, identity)
     }

@@ -25,7 +25,7 @@ t.test('registry: each lookup is judged by the candidate presented, expiry inclu
   t.equal(registry.identify('ssk_beta', Date.parse('2030-01-01T00:00:00Z'))!.id, 'beta')
   t.equal(registry.identify('', before), null)
   t.equal(registry.identify(undefined, before), null)
-  t.equal(registry.identify('legacy', before)!.legacy, true)
+  t.equal(registry.identify('legacy', before)!.scopes, null, 'an API_KEYS key has every scope')
 })
 
 t.test('HTTP: one keep-alive connection, several keys, each request judged by its own', async (t) => {
