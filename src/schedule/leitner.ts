@@ -127,9 +127,13 @@ export type ReviewMoves = Record<Slot, { slot: Slot; next_review_at: Date }>
  */
 export function reviewMoves(outcome: ReviewOutcome, at: Date, timeZone: string): ReviewMoves {
   const day = studyDay(at, timeZone)
+  // Several slots move to the same one (every slot on `forgot`): each due time is computed once.
+  const due = new Map<Slot, Date>()
   const moveFrom = (from: Slot) => {
     const slot = nextSlot(from, outcome)
-    return { slot, next_review_at: new Date(rolloverAfter(day, INTERVAL_DAYS[slot], timeZone)) }
+    let next_review_at = due.get(slot)
+    if (!next_review_at) due.set(slot, (next_review_at = new Date(rolloverAfter(day, INTERVAL_DAYS[slot], timeZone))))
+    return { slot, next_review_at }
   }
   return { A: moveFrom('A'), B: moveFrom('B'), C: moveFrom('C'), D: moveFrom('D') }
 }
