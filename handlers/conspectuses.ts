@@ -13,7 +13,7 @@ export function createConspectusHandlers({ db, answerIdempotently, now }: Handle
   return {
     async createConspectus(request, reply) {
       const body = request.body
-      return answerIdempotently(request, reply, { learner: body }, async (repos, owner) => {
+      return answerIdempotently(request, reply, () => requireOwner(db.repos, body), async ({ repos }, owner) => {
         const at = now()
         const conspectus = await repos.conspectuses.create(owner.client_uuid, {
           title: body.title ?? null,
@@ -40,7 +40,7 @@ export function createConspectusHandlers({ db, answerIdempotently, now }: Handle
       const content: ConspectusContent = {}
       for (const field of CONTENT_FIELDS) if (body[field] !== undefined) (content as Record<string, unknown>)[field] = body[field]
       if (Object.keys(content).length === 0) throw appError('CONSPECTUS_PATCH_BODY_EMPTY')
-      return answerIdempotently(request, reply, { learner: body }, async (repos, owner) => {
+      return answerIdempotently(request, reply, () => requireOwner(db.repos, body), async ({ repos }, owner) => {
         const updated = await repos.conspectuses.updateContent(owner.client_uuid, conspectus_uuid, content, now())
         if (!updated) throw appError('CONSPECTUS_NOT_FOUND')
         return { status: 200, body: updated }
@@ -50,7 +50,7 @@ export function createConspectusHandlers({ db, answerIdempotently, now }: Handle
     async reviewConspectus(request, reply) {
       const { conspectus_uuid } = request.params
       const body = request.body
-      return answerIdempotently(request, reply, { learner: body }, async (repos, owner) => {
+      return answerIdempotently(request, reply, () => requireOwner(db.repos, body), async ({ repos }, owner) => {
         const at = now()
         const reviewed = await repos.conspectuses.recordReview(owner.client_uuid, conspectus_uuid, reviewMoves(body.outcome, at, owner.timezone), at)
         if (!reviewed) throw appError('CONSPECTUS_NOT_FOUND')

@@ -9,7 +9,7 @@ export function createErrorLogHandlers({ db, answerIdempotently }: HandlerDeps):
   return {
     async createErrorLog(request, reply) {
       const body = request.body
-      return answerIdempotently(request, reply, { learner: body }, async (repos, owner) => {
+      return answerIdempotently(request, reply, () => requireOwner(db.repos, body), async ({ repos }, owner) => {
         const conspectusUuid = body.conspectus_uuid ?? null
         if (conspectusUuid && !(await repos.conspectuses.exists(owner.client_uuid, conspectusUuid))) {
           throw appError('CONSPECTUS_NOT_FOUND')

@@ -2,8 +2,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { components, operations } from '../generated/api.js'
 import type { Config } from '../src/config.js'
-import type { Database } from '../src/plugins/database.js'
+import type { Sql } from '../src/db/client.js'
 import type { AnswerIdempotently } from '../src/idempotency/index.js'
+import type { Repositories } from '../src/repositories/index.js'
 
 export type Schemas = components['schemas']
 export type OperationName = keyof operations
@@ -22,11 +23,20 @@ export type OperationRequest<Op extends OperationName> = FastifyRequest<{
 export type OperationHandler<Op extends OperationName> = (request: OperationRequest<Op>, reply: FastifyReply) => Promise<unknown>
 export type ServiceHandlers<Ops extends OperationName> = { [Op in Ops]: OperationHandler<Op> }
 
+/** What the handlers need of the database: the pool (for the readiness probe) and repositories over it. */
+export interface HandlerDatabase {
+  sql: Sql
+  repos: Repositories
+}
+
 export interface HandlerDeps {
-  config: Config
-  db: Database
-  /** Idempotent writes: the one entry point (scope, key id and Idempotency-Key come from the request). */
-  answerIdempotently: AnswerIdempotently
+  config: Pick<Config, 'appEnv'>
+  db: HandlerDatabase
+  /**
+   * Idempotent writes: the one entry point (scope, key id and Idempotency-Key come from the
+   * request); the work runs in a transaction and gets repositories bound to it.
+   */
+  answerIdempotently: AnswerIdempotently<{ repos: Repositories }>
   /** The clock for schedule decisions and timestamps (tests pass a fixed one). */
   now: () => Date
   /** True once shutdown has begun (readiness turns not_ready). */

@@ -46,7 +46,7 @@ export function createUserHandlers({ db, answerIdempotently }: HandlerDeps): Ser
   return {
     async createUser(request, reply) {
       const body = request.body
-      return answerIdempotently(request, reply, async (repos) => {
+      return answerIdempotently(request, reply, async ({ repos }) => {
         const user = await repos.users.create({
           system_user_id: body.system_user_id,
           system_uuid: body.system_uuid,
@@ -70,18 +70,14 @@ export function createUserHandlers({ db, answerIdempotently }: HandlerDeps): Ser
     async updateUserBySystemUserId(request, reply) {
       const key = request.params
       const changes = replacementChanges(request.body)
-      return answerIdempotently(request, reply, (repos) =>
-        applyChanges(repos, key, changes),
-      )
+      return answerIdempotently(request, reply, ({ repos }) => applyChanges(repos, key, changes))
     },
 
     async patchUserBySystemUserId(request, reply) {
       const key = request.params
       const changes = patchChanges(request.body)
       if (Object.keys(changes).length === 0) throw appError('USER_PATCH_BODY_EMPTY')
-      return answerIdempotently(request, reply, (repos) =>
-        applyChanges(repos, key, changes),
-      )
+      return answerIdempotently(request, reply, ({ repos }) => applyChanges(repos, key, changes))
     },
   }
 }

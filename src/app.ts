@@ -1,6 +1,6 @@
 // Composition root: the HTTP edge, the cross-cutting plugins and the routes. The order of
 // checks on a request is decided in one place: src/plugins/request-pipeline.ts.
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import pinoPretty from 'pino-pretty'
 import type { Config } from './config.js'
 import type { Sql } from './db/client.js'
@@ -23,6 +23,8 @@ import bodyBudgetPlugin from './plugins/body-budget.js'
 import earlyClosePlugin from './plugins/early-close.js'
 import requestPipelinePlugin from './plugins/request-pipeline.js'
 import routesPlugin from './plugins/routes.js'
+import { createIdempotency } from './idempotency/index.js'
+import { createServiceHandlers } from '../handlers/index.js'
 
 export interface AppOptions {
   config: Config
@@ -47,7 +49,7 @@ export function loggerOptions(config: Config, pretty = process.stdout.isTTY === 
       paths: REDACTED_HEADERS.flatMap((h) => [`req.headers["${h}"]`, `headers["${h}"]`, `res.headers["${h}"]`]),
       censor: '[redacted]',
     },
-    serializers: { err: safeErrorFields as never },
+    serializers: { err: safeErrorFields },
   }
 }
 
@@ -55,7 +57,7 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   // A ready-made pino instance (tests capture lines) goes in as loggerInstance.
   const isInstance = typeof (logger as { info?: unknown } | undefined)?.info === 'function'
   const app: FastifyInstance = Fastify({
-    ...(isInstance ? { loggerInstance: logger as never } : { logger: (logger === undefined ? loggerOptions(config) : logger) as boolean }),
+    ...(isInstance ? { loggerInstance: logger as FastifyBaseLogger } : { logger: (logger === undefined ? loggerOptions(config) : logger) as boolean }),
     ...serverOptions(config),
     bodyLimit: config.bodyLimitBytes,
     genReqId: requestIdFrom,
@@ -88,6 +90,15 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   await app.register(bodyBudgetPlugin)
   await app.register(requestPipelinePlugin)
   await app.register(docsPlugin)
-  await app.register(routesPlugin, { now })
+  app.decorate('draining', false)
+  const serviceHandlers = createServiceHandlers({
+    config,
+    db: app.db,
+    answerIdempotently: createIdempotency(app.db, config.idempotencyTtlHours),
+    isDraining: () => app.draining,
+    isUnderPressure: () => app.overloaded(),
+    now: now ?? (() => new Date()),
+  })
+  await app.register(routesPlugin, { serviceHandlers })
   return app
 }

@@ -1,7 +1,7 @@
 // The key registry: who a presented X-API-Key is. The presented secret is hashed once with
 // SHA-256 and its digest looked up in a Map (O(1) in the number of keys); the stored digest is
-// then compared with timingSafeEqual. Only digests are kept in memory, never the secrets (a
-// connection's last presented candidate is held while the connection lives, as its request was).
+// then compared with timingSafeEqual. Only digests are kept in memory, never the secrets: a
+// presented secret lives no longer than its request.
 import { hash, timingSafeEqual } from 'node:crypto'
 import type { KeyFileEntry, RateLimitPolicy } from './key-file.js'
 
@@ -14,8 +14,6 @@ export interface ApiKeyIdentity {
   readonly systems: ReadonlySet<string> | null
   /** null: the default limit */
   readonly rateLimit: RateLimitPolicy | null
-  /** A plain secret from API_KEYS (full access). */
-  readonly legacy: boolean
 }
 
 interface Secret {
@@ -25,25 +23,10 @@ interface Secret {
 }
 
 export interface ApiKeyRegistry {
-  /**
-   * The identity of a configured, unexpired secret, or null. With `connection` (the request's
-   * socket), the secret's lookup is kept for that connection and reused while it presents the
-   * same candidate: a keep-alive client sends the same key on every request.
-   */
-  identify(candidate: unknown, now?: number, connection?: object): ApiKeyIdentity | null
+  /** The identity of a configured, unexpired secret, or null. */
+  identify(candidate: unknown, now?: number): ApiKeyIdentity | null
   /** Number of secrets. */
   readonly size: number
-}
-
-/**
- * Equality in time that depends on the length only, not on where the strings differ: a
- * connection's kept candidate may be another client's (a balancer reuses its connections).
- */
-export function sameSecret(a: string, b: string): boolean {
-  if (a.length !== b.length) return false
-  let difference = 0
-  for (let i = 0; i < a.length; i++) difference |= a.charCodeAt(i) ^ b.charCodeAt(i)
-  return difference === 0
 }
 
 // One-shot hashing: no Hash object per request.
@@ -62,7 +45,7 @@ export function createApiKeyRegistry(legacySecrets: readonly string[], entries: 
   }
   for (const plain of new Set(legacySecrets)) {
     const digest = sha256(plain)
-    const identity: ApiKeyIdentity = Object.freeze({ id: legacyKeyId(plain), scopes: null, systems: null, rateLimit: null, legacy: true })
+    const identity: ApiKeyIdentity = Object.freeze({ id: legacyKeyId(plain), scopes: null, systems: null, rateLimit: null })
     add(digest.toString('hex'), { digest, identity, expiresAt: null }, `API_KEYS key ${identity.id}`)
   }
   const identities = new Map<string, ApiKeyIdentity>()
@@ -74,7 +57,6 @@ export function createApiKeyRegistry(legacySecrets: readonly string[], entries: 
         scopes: entry.scopes && new Set(entry.scopes),
         systems: entry.systems && new Set(entry.systems),
         rateLimit: entry.rateLimit,
-        legacy: false,
       })
       identities.set(entry.id, identity)
     }
@@ -86,23 +68,12 @@ export function createApiKeyRegistry(legacySecrets: readonly string[], entries: 
     const found = secrets.get(probe.toString('hex'))
     return found && timingSafeEqual(probe, found.digest) ? found : null
   }
-  // Per connection: the last candidate it presented and what it matched (a WeakMap: gone with the socket).
-  const lastOnConnection = new WeakMap<object, { candidate: string; found: Secret | null }>()
 
   return {
     size: secrets.size,
-    identify(candidate, now = Date.now(), connection) {
+    identify(candidate, now = Date.now()) {
       if (typeof candidate !== 'string' || candidate.length === 0) return null
-      let found: Secret | null
-      if (connection === undefined) found = lookup(candidate)
-      else {
-        let last = lastOnConnection.get(connection)
-        if (last === undefined || !sameSecret(last.candidate, candidate)) {
-          last = { candidate, found: lookup(candidate) }
-          lastOnConnection.set(connection, last)
-        }
-        found = last.found
-      }
+      const found = lookup(candidate)
       // Expired answers exactly like unknown: the caller learns nothing about the key.
       if (!found || (found.expiresAt !== null && found.expiresAt <= now)) return null
       return found.identity

@@ -2,7 +2,8 @@
 import postgres from 'postgres'
 
 export type Sql = postgres.Sql<Record<string, never>>
-export type Db = Sql | postgres.TransactionSql<Record<string, never>>
+export type TransactionSql = postgres.TransactionSql<Record<string, never>>
+export type Db = Sql | TransactionSql
 
 export interface ClientOptions {
   max?: number

@@ -3,8 +3,8 @@
 export class PoolUsage {
   /** Repository operations sent and not yet answered (several may share one connection). */
   inFlight = 0
-  /** Connections held by a reservation (a hand-driven transaction). */
+  /** Connections held by a transaction. */
   reserved = 0
-  /** Reservations waiting for a free connection. */
+  /** Transactions waiting for a free connection. */
   waiting = 0
 }

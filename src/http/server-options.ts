@@ -61,8 +61,8 @@ export function serverOptions(config: Config): Partial<FastifyServerOptions> {
       server.setTimeout(2 * timeout)
       return server
     },
-    clientErrorHandler: clientErrorHandler as never,
-    frameworkErrors: frameworkErrors as never,
+    clientErrorHandler: clientErrorHandler,
+    frameworkErrors: frameworkErrors,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
   } as Partial<FastifyServerOptions>
 }

@@ -1,68 +1,93 @@
-// Idempotency: the one entry point handlers call. A handler passes its request, its reply and
-// its work; the caller's key id, the scope (derived from the operation and its path parameters)
-// and the Idempotency-Key all come from the request, so no handler names a scope. Presence and
-// format of Idempotency-Key were checked before the handler (the request pipeline).
+// Idempotent writes: the one entry point handlers call. One effect per (caller's key id, scope,
+// Idempotency-Key), all three taken from the request (no handler names a scope):
+// 1. an answer stored for the triple is replayed (same body hash: its status and JSON bytes, with
+//    `Idempotent-Replayed: true` and the echoed `Idempotency-Key`) or refused with 409;
+// 2. otherwise the work and its answer's record run in one transaction. The record's primary key
+//    lets one transaction per triple commit: a concurrent twin waits on it, finds it taken, rolls
+//    back its own work and replays the first answer (or gets 409). A business error rolls back
+//    too, so only 2xx answers are stored; one met while waiting on a twin (its user row, its slot
+//    move) gives way to the twin's answer when there is one.
+// The work runs once per request. A handler's `read` (the owner of a write: 404 when there is
+// none) is sent in the same round trip as step 1 and only decides when no answer is stored; the
+// work receives what it returned.
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Repositories } from '../repositories/index.js'
-import type { User, UserKey } from '../repositories/users.js'
-import type { ReservingDatabase } from '../db/transaction.js'
-import { appError } from '../errors.js'
-import { createIdempotentWrite, type WriteResult, type WriteWork } from './idempotent-write.js'
+import type { Db } from '../db/client.js'
+import { AppError, appError } from '../errors.js'
 import { idempotencyKeyError } from './key.js'
+import { findAnswer, storeAnswer, type RecordKey, type StoredAnswer } from './records.js'
+import { requestHash } from './request-hash.js'
 import { idempotencyScope } from './scope.js'
 
-export type { WriteResult }
-
-/**
- * Runs the request's write exactly once per (key id, scope, Idempotency-Key) and sends the
- * answer; resolves to the JSON text to send. The answer is serialized by the route's own
- * response serializer and stored as that text, so the first answer and every replay are the
- * same bytes; a replay carries `Idempotent-Replayed: true` and the echoed `Idempotency-Key`.
- *
- * A write on a learner's behalf names the learner (`{ learner: { system_uuid, system_user_id } }`)
- * and its work receives the stored user: read in the same statement as the stored answer, it
- * costs no statement of its own; no such user is 404 USER_NOT_FOUND (after a replay or 409).
- */
-export interface AnswerIdempotently {
-  <T>(request: FastifyRequest, reply: FastifyReply, work: (repos: Repositories) => Promise<WriteResult<T>>): Promise<string>
-  <T>(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    forLearner: { learner: UserKey },
-    work: (repos: Repositories, learner: User) => Promise<WriteResult<T>>,
-  ): Promise<string>
+/** A write's answer: its status (2xx) and body, serialized by the route's response schema. */
+export interface WriteResult<T> {
+  status: number
+  body: T
 }
 
-export function createIdempotency(db: ReservingDatabase & { repos: Repositories }, ttlHours: number): AnswerIdempotently {
-  const idempotentWrite = createIdempotentWrite(db, ttlHours)
-  return async function answerIdempotently<T>(
+/** Runs the request's write exactly once and sends its answer; resolves to the JSON text sent. */
+export interface AnswerIdempotently<Tx> {
+  <T>(request: FastifyRequest, reply: FastifyReply, work: (tx: Tx) => Promise<WriteResult<T>>): Promise<string>
+  <R, T>(request: FastifyRequest, reply: FastifyReply, read: () => Promise<R>, work: (tx: Tx, read: R) => Promise<WriteResult<T>>): Promise<string>
+}
+
+/** What idempotency needs of the database: the pool, and a transaction whose context carries its sql. */
+export interface IdempotencyDatabase<Tx extends { sql: Db }> {
+  sql: Db
+  begin<R>(work: (tx: Tx) => Promise<R>): Promise<R>
+}
+
+/** Thrown inside the transaction when a twin's record holds the triple: rolls the work back. */
+const KEY_TAKEN = Symbol('key taken')
+
+export function createIdempotency<Tx extends { sql: Db }>(db: IdempotencyDatabase<Tx>, ttlHours: number): AnswerIdempotently<Tx> {
+  return async function answerIdempotently<R, T>(
     request: FastifyRequest,
     reply: FastifyReply,
-    workOrLearner: ((repos: Repositories) => Promise<WriteResult<T>>) | { learner: UserKey },
-    learnerWork?: (repos: Repositories, learner: User) => Promise<WriteResult<T>>,
+    readOrWork: (() => Promise<R>) | ((tx: Tx) => Promise<WriteResult<T>>),
+    workAfterRead?: (tx: Tx, read: R) => Promise<WriteResult<T>>,
   ): Promise<string> {
-    const apiKey = request.apiKey
-    // Both were checked before the handler; this guards a route wired without those checks.
-    if (!apiKey) throw appError('SECURITY_AUTH_REQUIRED')
-    const keyError = idempotencyKeyError(request.headers['idempotency-key'])
+    // The key's presence and format were checked before the handler; this guards a route wired without.
+    const key = request.headers['idempotency-key']
+    const keyError = idempotencyKeyError(key)
     if (keyError) throw keyError
-    const key = request.headers['idempotency-key'] as string
+    if (!request.apiKey) throw appError('SECURITY_AUTH_REQUIRED')
     const operationId = (request.routeOptions.schema as { operationId: string }).operationId
-    const who = {
-      keyId: apiKey.id,
-      legacyRecords: apiKey.legacy,
-      scope: idempotencyScope(operationId, request.params as Record<string, string>),
-      key,
+    const who: RecordKey = { keyId: request.apiKey.id, scope: idempotencyScope(operationId, request.params as Record<string, string>), key: key as string }
+    const hash = requestHash(request.body)
+
+    const send = (status: number, json: string, replayed: boolean) => {
+      // Already JSON text with its content type: Fastify sends it as it is.
+      reply.code(status).type('application/json; charset=utf-8')
+      if (replayed) reply.header('idempotent-replayed', 'true').header('idempotency-key', who.key)
+      return json
     }
-    const serialize = (status: number, body: unknown) =>
-      reply.serializeInput(body as Record<string, unknown>, String(status), 'application/json') as string
-    const outcome =
-      typeof workOrLearner === 'function'
-        ? await idempotentWrite(who, request.body, serialize, workOrLearner)
-        : await idempotentWrite(who, request.body, serialize, learnerWork as WriteWork<T>, workOrLearner.learner)
-    // Already JSON text with its content type: Fastify sends it as it is.
-    reply.code(outcome.status).type('application/json; charset=utf-8')
-    if (outcome.replayed) reply.header('idempotent-replayed', 'true').header('idempotency-key', key)
-    return outcome.json
+    const replay = (stored: StoredAnswer) => {
+      if (stored.request_hash !== hash) throw appError('IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD')
+      return send(stored.status_code, stored.response_body, true)
+    }
+
+    const reading = workAfterRead ? (readOrWork as () => Promise<R>)() : undefined
+    reading?.catch(() => {}) // its error counts only when no answer is stored (awaited below)
+    const stored = await findAnswer(db.sql, who)
+    if (stored) return replay(stored)
+    const read = (await reading) as R
+    const work = workAfterRead ? (tx: Tx) => workAfterRead(tx, read) : (readOrWork as (tx: Tx) => Promise<WriteResult<T>>)
+
+    try {
+      const answer = await db.begin(async (tx) => {
+        const result = await work(tx)
+        const json = reply.serializeInput(result.body as Record<string, unknown>, String(result.status), 'application/json') as string
+        const is2xx = result.status >= 200 && result.status < 300
+        if (is2xx && !(await storeAnswer(tx.sql, who, hash, result.status, json, ttlHours))) throw KEY_TAKEN
+        return { status: result.status, json }
+      })
+      return send(answer.status, answer.json, false)
+    } catch (err) {
+      if (err !== KEY_TAKEN && !(err instanceof AppError)) throw err
+      const winner = await findAnswer(db.sql, who)
+      if (winner) return replay(winner)
+      // The record that held the key expired meanwhile: the client may retry.
+      throw err === KEY_TAKEN ? appError('IDEMPOTENCY_REQUEST_IN_PROGRESS') : err
+    }
   }
 }

@@ -25,7 +25,7 @@ export default fp(
     fastify.decorateRequest('apiKey', {
       getter() {
         const memo = this as unknown as Record<symbol, ApiKeyIdentity | null | undefined>
-        if (memo[IDENTIFIED] === undefined) memo[IDENTIFIED] = registry.identify(this.headers['x-api-key'], Date.now(), this.raw.socket ?? undefined)
+        if (memo[IDENTIFIED] === undefined) memo[IDENTIFIED] = registry.identify(this.headers['x-api-key'])
         return memo[IDENTIFIED]
       },
     })

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import type { Sql } from '../db/client.js'
+import type { Sql, TransactionSql } from '../db/client.js'
 import { PoolUsage } from '../db/pool-usage.js'
 import { createRepositories, type Repositories } from '../repositories/index.js'
 
@@ -10,15 +10,14 @@ export interface Database {
   usage: PoolUsage
   /** Repositories over the pool, for single-statement work. */
   repos: Repositories
-  /** A pooled connection of its own (for a hand-driven transaction); release it when done. */
-  reserve(): Promise<ReservedConnection>
+  /** Runs `work` in one transaction (postgres.js `sql.begin`): committed when it resolves, rolled back when it throws. */
+  begin<R>(work: (tx: Transaction) => Promise<R>): Promise<R>
 }
 
-export interface ReservedConnection {
-  sql: Sql
-  /** Repositories bound to this one connection. */
+/** A transaction's statements: raw, and through the repositories. */
+export interface Transaction {
+  sql: TransactionSql
   repos: Repositories
-  release(): void
 }
 
 declare module 'fastify' {
@@ -37,23 +36,20 @@ export default fp<{ sql: Sql }>(
       maxConnections: sql.options.max,
       usage,
       repos: createRepositories(sql, observe, usage),
-      async reserve() {
+      async begin<R>(work: (tx: Transaction) => Promise<R>): Promise<R> {
         usage.waiting++
-        let connection: Awaited<ReturnType<Sql['reserve']>>
+        let holding = false
         try {
-          connection = await sql.reserve()
+          return (await sql.begin((tx) => {
+            usage.waiting--
+            usage.reserved++
+            holding = true
+            return work({ sql: tx, repos: createRepositories(tx, observe, usage) })
+          })) as R
         } finally {
-          usage.waiting--
+          if (holding) usage.reserved--
+          else usage.waiting--
         }
-        usage.reserved++
-        let released = false
-        const release = () => {
-          if (released) return
-          released = true
-          usage.reserved--
-          connection.release()
-        }
-        return { sql: connection, repos: createRepositories(connection, observe, usage), release }
       },
     }
     fastify.decorate('db', db)

@@ -6,6 +6,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import { parse } from 'yaml'
 import { specPath } from '../paths.js'
 import { buildServedDocument } from '../docs/served-document.js'
+import { swaggerUiConfig } from '../library-types.js'
 
 /** Anything under /docs/static that could leave the asset folder once decoded. */
 export function escapesStaticFolder(url: string): boolean {
@@ -31,7 +32,7 @@ export function escapesStaticFolder(url: string): boolean {
 export default fp(
   async (fastify) => {
     const document = buildServedDocument(parse(readFileSync(specPath, 'utf8')))
-    await fastify.register(swagger, { mode: 'static', specification: { document } } as never)
+    await fastify.register(swagger, { mode: 'static', specification: { document } })
     await fastify.register(async (scope) => {
       scope.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
         if (request.url.startsWith('/docs/static/') && escapesStaticFolder(request.url)) return reply.callNotFound()
@@ -39,7 +40,7 @@ export default fp(
       await scope.register(swaggerUi, {
         routePrefix: '/docs',
         // Swagger UI's Topbar reads `urls` in preference to the `/docs/json` it is otherwise given.
-        uiConfig: { urls: [{ url: '/openapi.json', name: 'Study Service' }], 'urls.primaryName': 'Study Service' } as never,
+        uiConfig: swaggerUiConfig({ urls: [{ url: '/openapi.json', name: 'Study Service' }], 'urls.primaryName': 'Study Service' }),
         staticCSP: true,
         // Without upgrade-insecure-requests: over plain HTTP on any host name other than
         // localhost, browsers would fetch every asset over https and the page would stay blank.

@@ -78,7 +78,7 @@ export default fp(
       if (error instanceof AppError) return sendError(reply, error)
       if (error instanceof RequestValidationError) return sendValidation(request, reply, error.items)
       if (error.validation) {
-        return sendValidation(request, reply, toValidationItems(error.validationContext as RequestPart, error.validation as never, validationGroup(request)))
+        return sendValidation(request, reply, toValidationItems(error.validationContext as RequestPart, error.validation, validationGroup(request)))
       }
 
       switch (error.code) {

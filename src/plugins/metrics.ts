@@ -96,7 +96,7 @@ export default fp(
       clearRegisterOnInit: true,
       defaultMetrics: { enabled: true },
       routeMetrics: { enabled: false },
-    } as never)
+    })
     const client = fastify.metrics.client
     const labelNames = ['method', 'path_template', 'status'] as const
     const duration = new client.Histogram({

@@ -3,9 +3,9 @@ import rateLimit, { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { appError } from '../errors.js'
 import { ADDRESS_PREFIX, SlidingWindowStore } from '../rate-limit/sliding-window-store.js'
-import { SharedWindowStore } from '../rate-limit/shared-window-store.js'
-import { createRedisWindowClient } from '../rate-limit/redis-window.js'
+import { createRedisWindowClient, RedisWindowStore } from '../rate-limit/redis-window.js'
 import * as ietf from '../rate-limit/ietf-headers.js'
+import { existingStore } from '../library-types.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -71,10 +71,7 @@ export default fp(
       global: false,
       max: perKeyQuotas ? (request) => quotaFor(request).max : defaults.max,
       timeWindow: perKeyQuotas ? (request) => quotaFor(request).windowMs : defaults.windowMs,
-      // @fastify/rate-limit constructs the store with `new`; this hands it the one built above.
-      store: function useStore() {
-        return store
-      } as never,
+      store: existingStore(store),
       keyGenerator: (request) => request.apiKeyId ?? addressClient(request),
       errorResponseBuilder: () => appError('SECURITY_RATE_LIMIT_EXCEEDED'),
     })
@@ -116,7 +113,7 @@ function sharedStore(fastify: FastifyInstance, url: string, commandTimeoutMs: nu
   let lastLog = Number.NEGATIVE_INFINITY
   let unlogged = 0
   const redis = createRedisWindowClient({ url, commandTimeoutMs })
-  const store = new SharedWindowStore({
+  const store = new RedisWindowStore({
     redis,
     local,
     onFallback: (reason) => {
@@ -133,7 +130,6 @@ function sharedStore(fastify: FastifyInstance, url: string, commandTimeoutMs: nu
     onRecover: () => fastify.log.info('rate limit: windows shared in Redis'),
   })
   fastify.addHook('onClose', async () => {
-    store.close()
     await redis.quit().catch(() => redis.disconnect())
   })
   return store

@@ -1,7 +1,5 @@
 import fp from 'fastify-plugin'
 import openapiGlue from 'fastify-openapi-glue'
-import { createServiceHandlers } from '../../handlers/index.js'
-import { createIdempotency } from '../idempotency/index.js'
 import { specPath } from '../paths.js'
 
 declare module 'fastify' {
@@ -11,18 +9,12 @@ declare module 'fastify' {
   }
 }
 
-/** Binds every operationId of spec/openapi.yaml to its handler in handlers/. */
-export default fp<{ now?: () => Date }>(
-  async (fastify, { now = () => new Date() }) => {
-    fastify.decorate('draining', false)
-    const serviceHandlers = createServiceHandlers({
-      config: fastify.config,
-      db: fastify.db,
-      answerIdempotently: createIdempotency(fastify.db, fastify.config.idempotencyTtlHours),
-      isDraining: () => fastify.draining,
-      isUnderPressure: () => fastify.overloaded(),
-      now,
-    })
+/**
+ * Binds every operationId of spec/openapi.yaml to its handler. The handlers (handlers/) are built
+ * by the composition root (src/app.ts) and handed in: no plugin imports them.
+ */
+export default fp<{ serviceHandlers: object }>(
+  async (fastify, { serviceHandlers }) => {
     await fastify.register(openapiGlue, { specification: specPath, serviceHandlers })
   },
   { name: 'routes', dependencies: ['config', 'database', 'request-pipeline', 'load-shedding', 'error-handler'] },

@@ -2,6 +2,7 @@
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
 import type { ReviewMoves, Slot } from '../schedule/leitner.js'
+import { jsonb } from '../library-types.js'
 
 export type Conspectus = components['schemas']['ConspectusResponse']
 export type ScheduleCounts = { total: number; due_now_count: number; slots: Record<Slot, number> }
@@ -28,7 +29,7 @@ export function createConspectusRepository(db: Db) {
       const [row] = await db<Conspectus[]>`
         with c as (
           insert into conspectuses (user_id, title, cue_sheet, dense_paragraph, bullets, slot, next_review_at, created_at, updated_at)
-          values (${userId}, ${c.title}, ${db.json(c.cue_sheet as never)}, ${c.dense_paragraph}, ${c.bullets},
+          values (${userId}, ${c.title}, ${jsonb(db, c.cue_sheet)}, ${c.dense_paragraph}, ${c.bullets},
                   ${c.slot}, ${c.next_review_at}, ${c.created_at}, ${c.created_at})
           returning *
         )
@@ -44,7 +45,7 @@ export function createConspectusRepository(db: Db) {
     /** Changes content only; undefined when the conspectus is not the user's. */
     async updateContent(userId: string, conspectusUuid: string, content: ConspectusContent, at: Date): Promise<Conspectus | undefined> {
       const changes: Record<string, unknown> = { ...content, updated_at: at }
-      if (content.cue_sheet !== undefined) changes.cue_sheet = db.json(content.cue_sheet as never)
+      if (content.cue_sheet !== undefined) changes.cue_sheet = jsonb(db, content.cue_sheet)
       const [row] = await db<Conspectus[]>`
         update conspectuses c set ${db(changes)}
         from users u

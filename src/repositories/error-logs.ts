@@ -1,6 +1,7 @@
 // SQL for the learning-mistake log (table error_logs): newest first, keyset pages.
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
+import { jsonb } from '../library-types.js'
 
 export type ErrorLog = components['schemas']['ErrorLogResponse']
 /** Position of a row in the (created_at desc, error_log_uuid desc) order. */
@@ -21,7 +22,7 @@ export function createErrorLogRepository(db: Db) {
       const [row] = await db<ErrorLog[]>`
         with inserted as (
           insert into error_logs (user_id, conspectus_uuid, message, context)
-          values (${userId}, ${entry.conspectus_uuid}, ${entry.message}, ${entry.context === null ? null : db.json(entry.context as never)})
+          values (${userId}, ${entry.conspectus_uuid}, ${entry.message}, ${entry.context === null ? null : jsonb(db, entry.context)})
           returning *
         )
         select i.error_log_uuid, u.system_user_id, u.system_uuid, i.conspectus_uuid, i.message, i.context, i.created_at

@@ -4,7 +4,6 @@ import type { Db } from '../db/client.js'
 import type { PoolUsage } from '../db/pool-usage.js'
 import { createConspectusRepository } from './conspectuses.js'
 import { createErrorLogRepository } from './error-logs.js'
-import { createIdempotencyRepository } from './idempotency.js'
 import { createTelemetryRepository } from './telemetry.js'
 import { createUserRepository } from './users.js'
 
@@ -35,7 +34,6 @@ function instrument<T extends Record<string, (...args: never[]) => Promise<unkno
 
 const factories = {
   users: createUserRepository,
-  idempotency: createIdempotencyRepository,
   conspectuses: createConspectusRepository,
   errorLogs: createErrorLogRepository,
   telemetry: createTelemetryRepository,
@@ -53,12 +51,11 @@ class LazyRepositories {
   ) {}
 
   #get<Name extends keyof Repositories>(name: Name): Repositories[Name] {
-    const built = this.#built[name] ?? (instrument(name, factories[name](this.db) as never, this.observe, this.usage) as Repositories[Name])
+    const built = this.#built[name] ?? (instrument(name, factories[name](this.db), this.observe, this.usage) as Repositories[Name])
     this.#built[name] = built
     return built
   }
   get users() { return this.#get('users') }
-  get idempotency() { return this.#get('idempotency') }
   get conspectuses() { return this.#get('conspectuses') }
   get errorLogs() { return this.#get('errorLogs') }
   get telemetry() { return this.#get('telemetry') }

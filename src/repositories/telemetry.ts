@@ -1,6 +1,7 @@
 // SQL for docs-search telemetry (table docs_search_events and its rollups): multi-row append and the KPI query.
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
+import { jsonb } from '../library-types.js'
 
 export type DocsSearchEvent = components['schemas']['DocsSearchTelemetryIngestRequest']
 export type DocsSearchMetrics = components['schemas']['DocsSearchTelemetryMetricsResponse']
@@ -179,7 +180,7 @@ export function createTelemetryRepository(db: Db) {
      * event: for a batch of 500 the driver would otherwise type and encode 8,500 values.
      */
     async append(events: DocsSearchEvent[]): Promise<number> {
-      await db.unsafe(APPEND_SQL, [db.json(events as never)] as never, { prepare: true })
+      await db.unsafe(APPEND_SQL, [jsonb(db, events)], { prepare: true })
       return events.length
     },
 

@@ -7,6 +7,11 @@ export interface UserKey {
   system_uuid: string
   system_user_id: string
 }
+/** What a write on a learner's behalf needs of the learner: its row id and its time zone. */
+export interface Owner {
+  client_uuid: string
+  timezone: string
+}
 export interface NewUser {
   system_user_id: string
   system_uuid: string
@@ -52,6 +57,14 @@ export function createUserRepository(db: Db) {
     async findByKey(key: UserKey): Promise<User | undefined> {
       const [row] = await db<User[]>`
         select ${USER_COLUMNS} from users
+        where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
+      return row
+    },
+
+    /** The owner of notes and error logs, by the learner's system key. */
+    async findOwner(key: UserKey): Promise<Owner | undefined> {
+      const [row] = await db<Owner[]>`
+        select client_uuid, timezone from users
         where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
       return row
     },

@@ -100,69 +100,22 @@ export function zonedInstant(year: number, month: number, day: number, hour: num
 
 type CalendarDay = { readonly year: number; readonly month: number; readonly day: number }
 
-/** The study day by the wall clock: before 04:00 local an instant still belongs to the previous day. */
-function studyDayByClock(instant: number, timeZone: string): CalendarDay {
-  const w = wallClock(instant, timeZone)
-  const date = new Date(Date.UTC(w.year, w.month - 1, w.day - (w.hour < DAY_ROLLOVER_HOUR ? 1 : 0)))
-  return { year: date.getUTCFullYear(), month: date.getUTCMonth() + 1, day: date.getUTCDate() }
-}
-
 /** 04:00 local on the day `days` days after `day`. */
 function rolloverAfter(day: CalendarDay, days: number, timeZone: string): number {
   const date = new Date(Date.UTC(day.year, day.month - 1, day.day + days))
   return zonedInstant(date.getUTCFullYear(), date.getUTCMonth() + 1, date.getUTCDate(), DAY_ROLLOVER_HOUR, timeZone).getTime()
 }
 
-/** A zone's study day: the instants it spans, [start, end), and its due times by slot, filled as asked. */
-interface ZoneDay {
-  day: CalendarDay
-  start: number
-  end: number
-  due: Partial<Record<Slot, number>>
-}
-
-// The study day each zone was last asked about. Every wall-clock reading is an Intl formatting
-// call, and in steady state the events of a zone's learners fall on the day already known, so
-// an event reads no clock at all: once per zone and day it takes about ten readings. A day on
-// which the zone's UTC offset changes is not kept (a clock going back could put an instant of
-// the span on the previous study day), so the clock decides such a day's events one by one.
-// Keyed case-folded, as Intl matches zone names: names differing only in case (stored as each
-// learner sent them) share one entry, so the map is bounded by the zone database; and cleared
-// if it ever fills.
-const knownDays = new Map<string, ZoneDay>()
-const KNOWN_DAYS_MAX = 4096
-
-function zoneDay(instant: number, timeZone: string): ZoneDay {
-  const key = timeZone.toLowerCase()
-  const known = knownDays.get(key)
-  if (known !== undefined && instant >= known.start && instant < known.end) return known
-  const day = studyDayByClock(instant, timeZone)
-  const span: ZoneDay = { day, start: rolloverAfter(day, 0, timeZone), end: rolloverAfter(day, 1, timeZone), due: {} }
-  if (offsetAt(span.start, timeZone) === offsetAt(span.end - 1, timeZone)) {
-    if (knownDays.size >= KNOWN_DAYS_MAX) knownDays.clear()
-    knownDays.set(key, span)
-  }
-  return span
-}
-
-/** 04:00 local on the day `interval(slot)` days after the study day. */
-function dueAfter(span: ZoneDay, slot: Slot, timeZone: string): Date {
-  let due = span.due[slot]
-  if (due === undefined) {
-    due = rolloverAfter(span.day, INTERVAL_DAYS[slot], timeZone)
-    span.due[slot] = due
-  }
-  return new Date(due)
-}
-
 /** The local study day of an instant: before 04:00 local it still belongs to the previous day. */
 export function studyDay(at: Date, timeZone: string): CalendarDay {
-  return zoneDay(at.getTime(), timeZone).day
+  const w = wallClock(at.getTime(), timeZone)
+  const date = new Date(Date.UTC(w.year, w.month - 1, w.day - (w.hour < DAY_ROLLOVER_HOUR ? 1 : 0)))
+  return { year: date.getUTCFullYear(), month: date.getUTCMonth() + 1, day: date.getUTCDate() }
 }
 
 /** When a conspectus now in `slot` falls due after an event (create or review) at `eventAt`. */
 export function nextReviewAt(eventAt: Date, slot: Slot, timeZone: string): Date {
-  return dueAfter(zoneDay(eventAt.getTime(), timeZone), slot, timeZone)
+  return new Date(rolloverAfter(studyDay(eventAt, timeZone), INTERVAL_DAYS[slot], timeZone))
 }
 
 /** Where a review moves a conspectus, for each slot it may be in when its row is locked. */
@@ -170,14 +123,17 @@ export type ReviewMoves = Record<Slot, { slot: Slot; next_review_at: Date }>
 
 /**
  * The policy's move for every slot, decided before the row is read: the store applies the one
- * for the slot it finds under its row lock (one statement, no read-then-write). The event's
- * study day is looked up once, and each target slot's due time computed once per zone and day.
+ * for the slot it finds under its row lock (one statement, no read-then-write).
  */
 export function reviewMoves(outcome: ReviewOutcome, at: Date, timeZone: string): ReviewMoves {
-  const span = zoneDay(at.getTime(), timeZone)
+  const day = studyDay(at, timeZone)
+  // Several slots move to the same one (every slot on `forgot`): each due time is computed once.
+  const due = new Map<Slot, Date>()
   const moveFrom = (from: Slot) => {
     const slot = nextSlot(from, outcome)
-    return { slot, next_review_at: dueAfter(span, slot, timeZone) }
+    let next_review_at = due.get(slot)
+    if (!next_review_at) due.set(slot, (next_review_at = new Date(rolloverAfter(day, INTERVAL_DAYS[slot], timeZone))))
+    return { slot, next_review_at }
   }
   return { A: moveFrom('A'), B: moveFrom('B'), C: moveFrom('C'), D: moveFrom('D') }
 }

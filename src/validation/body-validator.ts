@@ -4,7 +4,8 @@ import type { ErrorObject } from 'ajv'
 import { containerGuard } from './container-guard.js'
 import { sizeLimitsOf, withJsonSizeLimits } from './json-size-limits.js'
 
-type Validator = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null }
+/** An Ajv validate function (the generated standalone ones included). */
+export type Validator = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null }
 
 export function boundedBodyValidator(schemaName: string, generated: Validator): Validator {
   const guard = containerGuard(schemaName)

@@ -5,7 +5,7 @@ import type { FastifySchemaCompiler } from 'fastify'
 import * as validators from '../../generated/validators.cjs'
 import { operations, type OperationId, type OperationInfo } from '../../generated/operations.js'
 import { addProjectFormats } from './formats.js'
-import { boundedBodyValidator } from './body-validator.js'
+import { boundedBodyValidator, type Validator as AjvValidator } from './body-validator.js'
 import { withInputRules } from './parameter-rules.js'
 
 type Validator = ReturnType<FastifySchemaCompiler<unknown>>
@@ -13,11 +13,11 @@ type Validator = ReturnType<FastifySchemaCompiler<unknown>>
 /** The generated body validator of an operation, bounded (container guard, JSON size limits); a miss is a start-up error. */
 function bodyValidatorOf(operationId: OperationId): Validator {
   const schemaName = (operations as Record<string, OperationInfo>)[operationId]?.bodySchema
-  const generated = schemaName ? (validators as unknown as Record<string, Validator | undefined>)[schemaName] : undefined
+  const generated = schemaName ? (validators as unknown as Record<string, AjvValidator | undefined>)[schemaName] : undefined
   if (!schemaName || !generated) {
     throw new Error(`operation ${operationId} has a request body but generated/validators.cjs has no validator for it: run make generate`)
   }
-  return boundedBodyValidator(schemaName, generated as never) as Validator
+  return boundedBodyValidator(schemaName, generated) as Validator
 }
 
 interface HeaderSchema {

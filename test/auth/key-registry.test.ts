@@ -15,7 +15,7 @@ t.test('API_KEYS secrets are full-access keys named key- + 12 hex of their SHA-2
   const alpha = registry.identify('alpha')!
   t.equal(alpha.id, `key-${sha256('alpha').slice(0, 12)}`)
   t.equal(alpha.id, legacyKeyId('alpha'))
-  t.same({ scopes: alpha.scopes, systems: alpha.systems, rateLimit: alpha.rateLimit, legacy: alpha.legacy }, { scopes: null, systems: null, rateLimit: null, legacy: true })
+  t.same({ scopes: alpha.scopes, systems: alpha.systems, rateLimit: alpha.rateLimit }, { scopes: null, systems: null, rateLimit: null })
   t.not(registry.identify('beta')!.id, alpha.id)
   for (const wrong of ['alph', 'alpha ', '', undefined, 42, ['alpha']]) t.equal(registry.identify(wrong), null, `refused: ${JSON.stringify(wrong)}`)
 })

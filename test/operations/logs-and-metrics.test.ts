@@ -94,11 +94,12 @@ t.test('pool gauges count held transactions and operations waiting on PostgreSQL
   t.teardown(() => app.close())
   const scrape = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body
 
-  const held = await app.db.reserve()
-  t.equal(sample(await scrape(), 'db_pool_reserved_connections'), 1, 'a reservation is counted while held')
-  held.release()
-  held.release()
-  t.equal(sample(await scrape(), 'db_pool_reserved_connections'), 0, 'and released once')
+  const inside = await app.db.begin(async () => sample(await scrape(), 'db_pool_reserved_connections'))
+  t.equal(inside, 1, 'a transaction is counted while it holds its connection')
+  t.equal(sample(await scrape(), 'db_pool_reserved_connections'), 0, 'and no longer once it has ended')
+  await app.db.begin(async () => { throw new Error('rolled back') }).catch(() => {})
+  t.equal(sample(await scrape(), 'db_pool_reserved_connections'), 0, 'nor after a rollback')
+  t.equal(sample(await scrape(), 'db_pool_reserve_waiting'), 0)
 
   // A table lock held elsewhere keeps one read waiting on PostgreSQL.
   const blocker = postgres(db.url, { max: 1, onnotice: () => {} })

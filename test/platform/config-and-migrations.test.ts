@@ -3,6 +3,7 @@ import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import t, { type Test } from 'tap'
+import { legacyKeyId } from '../../src/auth/api-keys.js'
 import { buildApp } from '../../src/app.js'
 import { ConfigError, DEV_API_KEY, loadConfig } from '../../src/config.js'
 import { migrate } from '../../src/db/migrate.js'
@@ -61,7 +62,7 @@ async function databaseBefore(t: Test, next: string) {
   return db
 }
 
-t.test('answers stored as jsonb before migration 0006 are still replayed after it', async (t) => {
+t.test('answers stored as jsonb before migration 0006 are kept by it as JSON text, which replays', async (t) => {
   const db = await databaseBefore(t, '0006')
   const user = { system_user_id: 'before-0006', system_uuid: '5b0d7a0e-6c1f-4c39-9a51-0f3c3f1b2a11', full_name: 'Stored Before' }
   const config = loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING })
@@ -71,6 +72,10 @@ t.test('answers stored as jsonb before migration 0006 are still replayed after i
                values ('/api/v1/user', 'old-key', ${requestHash(user)}, 201, ${db.sql.json(answer)}, now() + interval '1 hour')`
 
   t.equal((await migrate(db.sql))[0], '0006_idempotency_answer_text.sql')
+  const [stored] = await db.sql<{ response_body: string }[]>`select response_body from idempotency_records where idempotency_key = 'old-key'`
+  t.same(JSON.parse(stored!.response_body), answer, 'the answer is text now, the same JSON')
+  // Records of that time had no key id (0009) and expired a day later; keyed as records are now, it replays.
+  await db.sql`update idempotency_records set key_id = ${legacyKeyId('k')} where idempotency_key = 'old-key'`
   const app = await buildApp({ config, sql: db.sql, logger: false })
   t.teardown(() => app.close())
   const replay = await app.inject({

@@ -1,12 +1,11 @@
 // The Redis sliding window against a real private Redis: the same exact semantics as the
 // in-memory store (no 2x burst across a window boundary, rejected requests not recorded, ttl
 // until the oldest accepted request leaves), and the local fallback when Redis is down or
-// paused, with sharing back once it answers.
+// paused, with sharing back once it answers. One decision is one script call.
 import t, { type Test } from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { SlidingWindowStore, type StoreResult } from '../../src/rate-limit/sliding-window-store.js'
-import { SharedWindowStore } from '../../src/rate-limit/shared-window-store.js'
-import { createRedisWindowClient, redisKey, takeInRedis, type RedisWindowClient } from '../../src/rate-limit/redis-window.js'
+import { createRedisWindowClient, RedisWindowStore, redisKey, takeInRedis, type RedisWindowClient } from '../../src/rate-limit/redis-window.js'
 import { startPrivateRedis } from '../helpers/private-redis.js'
 
 async function client(t: Test, url: string, commandTimeoutMs = 1000): Promise<RedisWindowClient> {
@@ -58,110 +57,25 @@ async function scriptCalls(redis: RedisWindowClient): Promise<number> {
   return [...stats.matchAll(/^cmdstat_eval(?:sha)?:calls=(\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0)
 }
 
-t.test('the decisions taken in one turn of the event loop leave as one script call, answered in order', async (t) => {
-  const server = await startPrivateRedis(t)
-  const redis = await client(t, server.url)
-  await takeInRedis(redis, 'warm', 60_000, 100) // the script is loaded (EVAL once, then EVALSHA)
-  const before = await scriptCalls(redis)
-  const results = await Promise.all(Array.from({ length: 50 }, (_, i) => takeInRedis(redis, i % 2 ? 'odd' : 'turn', 60_000, 20)))
-  t.equal((await scriptCalls(redis)) - before, 1, '50 decisions, one call')
-  const turn = results.filter((_, i) => i % 2 === 0).map((r) => r.current)
-  t.same(turn, [...Array.from({ length: 20 }, (_, i) => i + 1), ...Array(5).fill(21)], "each client's decisions in the order they were taken")
-  t.same(results.filter((_, i) => i % 2).map((r) => r.current), turn, 'clients in one call are counted apart')
-  await takeInRedis(redis, 'turn', 60_000, 40)
-  t.equal((await scriptCalls(redis)) - before, 2, 'a later turn calls again')
-
-  // A turn with more decisions than one call takes (100) is split, still in order.
-  const many = await Promise.all(Array.from({ length: 250 }, () => takeInRedis(redis, 'many', 60_000, 1000)))
-  t.same(many.map((r) => r.current), Array.from({ length: 250 }, (_, i) => i + 1))
-  t.equal((await scriptCalls(redis)) - before, 5, '250 decisions, three calls')
-})
-
-/** How many times Redis has run a command (scripts' own commands included), from INFO commandstats. */
+/** How many times Redis has run a command, from INFO commandstats. */
 async function commandCalls(redis: RedisWindowClient, command: string): Promise<number> {
   const stats = await redis.info('commandstats')
   return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0)
 }
 
-t.test("one client's decisions of one turn cost Redis the commands of one decision, with the same answers", async (t) => {
+t.test('each decision is one script call (EVALSHA once the script is loaded); concurrent ones admit exactly max', async (t) => {
   const server = await startPrivateRedis(t)
   const redis = await client(t, server.url)
-  await takeInRedis(redis, 'warm', 60_000, 100)
-  const [zadd, zrem] = [await commandCalls(redis, 'zadd'), await commandCalls(redis, 'zremrangebyscore')]
-  const results = await Promise.all(Array.from({ length: 50 }, () => takeInRedis(redis, 'hot', 60_000, 30)))
-  t.equal((await commandCalls(redis, 'zadd')) - zadd, 1, '30 accepted requests, one ZADD')
-  t.equal((await commandCalls(redis, 'zremrangebyscore')) - zrem, 1, 'the window expired once')
-  t.same(results.map((r) => r.current), [...Array.from({ length: 30 }, (_, i) => i + 1), ...Array(20).fill(31)], 'as if taken one by one')
-  t.equal(new Set(results.map((r) => r.ttl)).size, 1, 'one ttl for the group')
-  t.equal(await redis.zcard(redisKey('hot')), 30, 'every accepted request is its own member')
-  const later = await Promise.all([takeInRedis(redis, 'hot', 60_000, 30), takeInRedis(redis, 'hot', 60_000, 32)])
-  t.equal(later[0]!.current, 31, 'the full window refuses: max + 1')
-  t.equal(later[1]!.current, 31, 'a larger quota for the same client is its own group: the 31st live request')
-  t.equal(await redis.zcard(redisKey('hot')), 31)
-})
-
-const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
-
-// Holds Redis for `ms` (a script runs alone): a call sent meanwhile stays in flight that long.
-const BUSY_LUA = `
-local s = redis.call('TIME')
-local start = s[1] * 1000000 + s[2]
-repeat
-  local t = redis.call('TIME')
-until t[1] * 1000000 + t[2] - start > tonumber(ARGV[1]) * 1000
-return 1`
-
-/**
- * A client with the given hold, whose first decision on `key` is in flight while Redis runs a
- * script for `busyMs`; `sends` holds the time of each script call it sends from then on
- * (instrumented at the client, Redis is not touched).
- */
-async function behindBusyRedis(t: Test, holdMs: number, busyMs: number, key: string) {
-  const server = await startPrivateRedis(t)
-  const redis = createRedisWindowClient({ url: server.url, commandTimeoutMs: 5000, holdMs })
-  t.teardown(() => redis.disconnect())
-  const blocker = await client(t, server.url, 5000)
-  while (redis.status !== 'ready') await sleep(20)
-  await takeInRedis(redis, 'warm', 60_000, 100)
-  const sends: number[] = []
-  const original = redis.slidingWindows.bind(redis)
-  redis.slidingWindows = (...args) => {
-    sends.push(Date.now())
-    return original(...args)
-  }
-  const busy = blocker.eval(BUSY_LUA, 0, busyMs)
-  await sleep(30) // Redis is running the busy script
-  const first = takeInRedis(redis, key, 60_000, 100)
-  await nextTurn()
-  await nextTurn()
-  return { redis, sends, busy, first }
-}
-
-t.test('decisions asked while a call is in flight wait for its answer and leave together', async (t) => {
-  const { redis, sends, busy, first } = await behindBusyRedis(t, 5000, 300, 'held')
-  t.equal(sends.length, 1, 'the first decision left at the end of its turn')
-  const later: Promise<StoreResult>[] = []
-  for (let i = 0; i < 5; i++) {
-    later.push(takeInRedis(redis, 'held', 60_000, 100))
-    await nextTurn()
-  }
-  t.equal(sends.length, 1, 'five more, asked in five later turns, wait behind the call in flight')
-  const results = await Promise.all([first, ...later])
-  t.equal(sends.length, 2, 'and leave together as one call when it answers')
-  t.same(results.map((r) => r.current), [1, 2, 3, 4, 5, 6], 'in the order they were asked')
-  await busy
-})
-
-t.test('a decision waits behind a slow call at most holdMs, then leaves anyway', async (t) => {
-  const { redis, sends, busy, first } = await behindBusyRedis(t, 20, 400, 'slow')
-  t.equal(sends.length, 1, 'the first decision left at the end of its turn')
-  const asked = Date.now()
-  const second = takeInRedis(redis, 'slow', 60_000, 100)
-  await sleep(150)
-  t.equal(sends.length, 2, 'sent while the first call was still in flight')
-  t.ok(sends[1]! - asked >= 15 && sends[1]! - asked < 150, `after the hold: ${sends[1]! - asked} ms`)
-  t.same((await Promise.all([first, second])).map((r) => r.current), [1, 2])
-  await busy
+  const other = await client(t, server.url) // another replica
+  // The script is loaded (EVAL at most once per client, then EVALSHA).
+  for (const c of [redis, other]) await takeInRedis(c, 'warm', 60_000, 100)
+  const before = await scriptCalls(redis)
+  const evalsha = await commandCalls(redis, 'evalsha')
+  const results = await Promise.all(Array.from({ length: 50 }, (_, i) => takeInRedis(i % 2 ? other : redis, 'shared', 60_000, 20)))
+  t.equal((await scriptCalls(redis)) - before, 50, '50 decisions, 50 script calls')
+  t.equal((await commandCalls(redis, 'evalsha')) - evalsha, 50, 'all of them EVALSHA')
+  t.same(results.map((r) => r.current).sort((x, y) => x - y), [...Array.from({ length: 20 }, (_, i) => i + 1), ...Array(30).fill(21)], 'max accepted across both replicas, each count once')
+  t.equal(await redis.zcard(redisKey('shared')), 20, 'every accepted request is its own member')
 })
 
 t.test('Redis down or paused: decisions fall back to the local window; sharing returns when it answers', async (t) => {
@@ -169,14 +83,16 @@ t.test('Redis down or paused: decisions fall back to the local window; sharing r
   const redis = createRedisWindowClient({ url: server.url, commandTimeoutMs: 50 })
   const local = new SlidingWindowStore()
   const reasons: string[] = []
-  const store = new SharedWindowStore({ redis, local, onFallback: (r) => reasons.push(r), probeEveryMs: 200 })
-  t.teardown(() => {
-    store.close()
-    redis.disconnect()
-  })
+  const store = new RedisWindowStore({ redis, local, onFallback: (r) => reasons.push(r) })
+  t.teardown(() => redis.disconnect())
   const incr = (key: string, max = 3) => new Promise<StoreResult>((resolve, reject) => store.incr(key, (err, res) => (err ? reject(err) : resolve(res)), 60_000, max))
+  // Decisions keep coming meanwhile (on another client): they drive the probe of a paused Redis.
   const untilShared = async () => {
-    for (let i = 0; i < 200 && !store.shared; i++) await sleep(50)
+    for (let i = 0; i < 200 && !store.shared; i++) {
+      await incr('probe', 1_000_000)
+      await sleep(50)
+    }
+    reasons.length = 0 // those waiting decisions' fallbacks
     return store.shared
   }
 
@@ -202,7 +118,9 @@ t.test('Redis down or paused: decisions fall back to the local window; sharing r
   t.ok(reasons.length >= 1)
   t.notOk(store.shared)
   server.resume()
+  const resumed = Date.now()
   t.ok(await untilShared(), 'sharing returns once Redis answers the probe')
+  t.ok(Date.now() - resumed < 10_000, 'within 10 s')
 })
 
 t.test('a window emptied of many stamps at once, and one half emptied', async (t) => {

@@ -1,6 +1,7 @@
 // PUT replaces, PATCH merges, both can move the user to another system_uuid.
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
+import { purgeExpired } from '../../src/idempotency/records.js'
 import { buildTestApp, newKey } from '../helpers/app.js'
 
 const api = await buildTestApp(t)
@@ -127,7 +128,7 @@ t.test('expired idempotency records are ignored, taken over and purged', async (
   const other = newKey()
   await api.patch(url, { username: 'third' }, other)
   await api.db.sql`update idempotency_records set expires_at = now() - interval '1 second' where idempotency_key = ${other}`
-  const purged = await api.app.db.repos.idempotency.purgeExpired()
+  const purged = await purgeExpired(api.db.sql)
   t.ok(purged >= 1)
   const [left] = await api.db.sql`select count(*)::int as n from idempotency_records where idempotency_key = ${other}`
   t.equal(left!.n, 0)

@@ -1,0 +1,55 @@
+// SQL for stored answers (table idempotency_records), keyed by (key_id, scope, idempotency_key):
+// every caller has its own keys. The rows are the ones every release since migration 0009 reads
+// and writes (the answer as the JSON text that was sent), so replicas of the previous release
+// and of this one share them during a rolling upgrade.
+import type { Db } from '../db/client.js'
+
+/** Whose record: the caller's API key id, the write's scope and its Idempotency-Key. */
+export interface RecordKey {
+  keyId: string
+  scope: string
+  key: string
+}
+
+export interface StoredAnswer {
+  request_hash: string
+  status_code: number
+  /** The answer's JSON text, exactly as it was sent. */
+  response_body: string
+}
+
+/** The unexpired answer stored for the triple, if any. */
+export async function findAnswer(db: Db, r: RecordKey): Promise<StoredAnswer | undefined> {
+  const [row] = await db<StoredAnswer[]>`
+    select request_hash, status_code, response_body
+    from idempotency_records
+    where key_id = ${r.keyId} and scope = ${r.scope} and idempotency_key = ${r.key}
+      and expires_at > now() and status_code is not null`
+  return row
+}
+
+/**
+ * Stores an answer; false when an unexpired record holds the triple. A transaction holding it
+ * uncommitted is waited for (the primary key); an expired record the purge has not reached yet
+ * is taken over.
+ */
+export async function storeAnswer(db: Db, r: RecordKey, hash: string, status: number, json: string, ttlHours: number): Promise<boolean> {
+  const rows = await db`
+    insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
+    values (${r.keyId}, ${r.scope}, ${r.key}, ${hash}, ${status}, ${json}, now() + make_interval(hours => ${ttlHours}))
+    on conflict (key_id, scope, idempotency_key) do update
+      set request_hash = excluded.request_hash, status_code = excluded.status_code, response_body = excluded.response_body,
+          created_at = excluded.created_at, expires_at = excluded.expires_at
+      where idempotency_records.expires_at <= now()
+    returning 1`
+  return rows.length === 1
+}
+
+/** Deletes up to `limit` expired records; returns how many went. */
+export async function purgeExpired(db: Db, limit = 1000): Promise<number> {
+  const rows = await db`
+    delete from idempotency_records
+    where ctid in (select ctid from idempotency_records where expires_at <= now() limit ${limit})
+    returning 1`
+  return rows.length
+}
