@@ -23,6 +23,7 @@ import bodyBudgetPlugin from './plugins/body-budget.js'
 import earlyClosePlugin from './plugins/early-close.js'
 import requestPipelinePlugin from './plugins/request-pipeline.js'
 import routesPlugin from './plugins/routes.js'
+import type { Tracing } from './tracing/index.js'
 
 export interface AppOptions {
   config: Config
@@ -31,6 +32,8 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
   /** Clock for schedule decisions; tests pass a controllable one. */
   now?: () => Date
+  /** OpenTelemetry, when OTEL_* asks for it (src/tracing); absent, no tracing code runs. */
+  tracing?: Tracing
 }
 
 export const REDACTED_HEADERS = ['x-api-key', 'authorization', 'cookie', 'set-cookie', 'proxy-authorization']
@@ -51,7 +54,7 @@ export function loggerOptions(config: Config, pretty = process.stdout.isTTY === 
   }
 }
 
-export async function buildApp({ config, sql, logger, now }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, sql, logger, now, tracing }: AppOptions): Promise<FastifyInstance> {
   // A ready-made pino instance (tests capture lines) goes in as loggerInstance.
   const isInstance = typeof (logger as { info?: unknown } | undefined)?.info === 'function'
   const app: FastifyInstance = Fastify({
@@ -71,6 +74,9 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   // JSON only: any other content type answers 415.
   app.removeContentTypeParser('text/plain')
 
+  // First, so that its request span is open before any other hook runs.
+  if (tracing) await tracing.register(app)
+  app.decorate('tracing', tracing ?? null)
   await app.register(configPlugin, { config })
   await app.register(jsonBodyPlugin)
   await app.register(jsonOnlyBodiesPlugin)
@@ -79,7 +85,7 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   await app.register(requestLogPlugin)
   await app.register(errorHandlerPlugin)
   await app.register(metricsPlugin)
-  await app.register(databasePlugin, { sql })
+  await app.register(databasePlugin, { sql: tracing ? tracing.traceSql(sql) : sql })
   await app.register(idempotencyPurgePlugin)
   await app.register(corsPlugin)
   await app.register(authPlugin)
@@ -90,4 +96,11 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   await app.register(docsPlugin)
   await app.register(routesPlugin, { now })
   return app
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Null when tracing is off. */
+    tracing: Tracing | null
+  }
 }

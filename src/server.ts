@@ -5,17 +5,19 @@ import { ConfigError, DEV_API_KEY, loadConfig, type Config } from './config.js'
 import { createClient } from './db/client.js'
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.js'
 import { migrate } from './db/migrate.js'
+import { startTracing } from './tracing/index.js'
 
 const SHUTDOWN_DRAIN_MS = Number(process.env.SHUTDOWN_DRAIN_MS ?? 1000)
 const SHUTDOWN_TIMEOUT_MS = 15_000
 
 async function main(config: Config) {
+  const tracing = await startTracing()
   let embedded: EmbeddedDatabase | undefined
   if (!config.databaseUrl) embedded = await startEmbeddedDatabase(config.dataDir)
   const sql = createClient(config.databaseUrl ?? embedded!.url, { max: embedded ? 1 : 10 })
   await migrate(sql)
 
-  const app = await buildApp({ config, sql })
+  const app = await buildApp({ config, sql, tracing })
   if (embedded) app.log.info({ dataDir: config.dataDir }, 'no DATABASE_URL: using embedded PostgreSQL (PGlite)')
   if (!process.env.API_KEYS) app.log.warn(`API_KEYS is not set: APP_ENV=dev accepts the development key "${DEV_API_KEY}"`)
   await app.listen({ port: config.port, host: config.host })
@@ -36,6 +38,7 @@ async function main(config: Config) {
     await app.close() // stops accepting, closes idle connections, waits for in-flight requests; closes Redis
     await sql.end({ timeout: 5 })
     await embedded?.stop()
+    await tracing?.shutdown().catch(() => {}) // exports the spans still buffered
     app.log.info({ signal }, 'stopped')
     process.exit(0)
   }
