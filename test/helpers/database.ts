@@ -19,13 +19,14 @@ export interface TestDatabase {
   sql: Sql
 }
 
-export async function createTestDatabase(t: Test, options: { max?: number } = {}): Promise<TestDatabase> {
+/** `migrated: false` leaves it empty (an upgrade test lets a previous release create the schema). */
+export async function createTestDatabase(t: Test, options: { max?: number; migrated?: boolean } = {}): Promise<TestDatabase> {
   const name = `study_test_${process.pid}_${randomBytes(4).toString('hex')}`
   const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} })
   await admin.unsafe(`create database "${name}"`)
   const url = databaseUrl(name)
   const sql = createClient(url, { max: options.max ?? 10 })
-  await migrate(sql)
+  if (options.migrated !== false) await migrate(sql)
   t.teardown(async () => {
     await sql.end({ timeout: 5 })
     await admin.unsafe(`drop database if exists "${name}" with (force)`)
