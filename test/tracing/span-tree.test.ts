@@ -110,6 +110,7 @@ t.test('a write traced from its traceparent: server span, idempotency read, tran
   t.ok(spans.length > 0, 'spans of the write arrived over OTLP/HTTP JSON')
   t.ok(sink.paths.every((p) => p === 'application/json /v1/traces'), `only traces, as JSON: ${[...new Set(sink.paths)].join(', ')}`)
 
+  t.comment(`spans of the write: ${spans.map((s) => s.name).join(' | ')}`)
   const serverSpan = spans.find((s) => s.kind === 2)!
   t.ok(serverSpan, 'a SERVER span')
   t.equal(serverSpan.name, 'POST /api/v1/user', 'named by method and route template')
