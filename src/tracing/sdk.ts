@@ -2,7 +2,7 @@
 // standard variables: exporter endpoint and protocol, sampler (e.g. parentbased_traceidratio),
 // batch span processor timing, propagators (W3C traceparent by default), resource attributes.
 import { FastifyOtelInstrumentation } from '@fastify/otel'
-import { context, trace } from '@opentelemetry/api'
+import { type Context, context, trace } from '@opentelemetry/api'
 import { NodeSDK } from '@opentelemetry/sdk-node'
 import type { FastifyInstance } from 'fastify'
 import type { Sql } from '../db/client.js'
@@ -65,9 +65,14 @@ export function startSdk(env: NodeJS.ProcessEnv): Tracing {
 function registerTracing(fastifyOtel: FastifyOtelInstrumentation) {
   return async (app: FastifyInstance) => {
     await app.register(fastifyOtel.plugin())
+    app.decorateRequest(kContext, null)
+    // Runs inside @fastify/otel's onRequest context: the active context is the request's.
     app.addHook('onRequest', (request, reply, next) => {
-      const { span } = request.opentelemetry()
-      if (span?.isRecording()) {
+      const ctx = context.active()
+      const span = trace.getSpan(ctx)
+      if (span === undefined) return next() // an untraced path
+      ;(request as unknown as Record<symbol, Context>)[kContext] = ctx
+      if (span.isRecording()) {
         const { traceId, spanId } = span.spanContext()
         const log = request.log.child({ trace_id: traceId, span_id: spanId })
         request.log = log
@@ -76,9 +81,11 @@ function registerTracing(fastifyOtel: FastifyOtelInstrumentation) {
       next()
     })
     app.addHook('preValidation', (request, _reply, next) => {
-      const { context: ctx } = request.opentelemetry()
+      const ctx = (request as unknown as Record<symbol, Context | null>)[kContext]
       if (ctx) return context.with(ctx, next)
       next()
     })
   }
 }
+
+const kContext = Symbol('tracing context')

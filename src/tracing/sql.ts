@@ -61,9 +61,11 @@ function traceQuery(query: QueryInternals, tracer: Tracer): void {
   }
 }
 
+/** Inside a sampled request: only then is a statement's span worth making. */
+const inRecordingSpan = () => trace.getSpan(context.active())?.isRecording() === true
+
 function startSpan(query: QueryInternals, tracer: Tracer): void {
-  const parent = trace.getSpan(context.active())
-  if (!parent?.isRecording()) return
+  if (!inRecordingSpan()) return
   const span = tracer.startSpan('sql', { kind: SpanKind.CLIENT })
   const finish = () => {
     const { name, attributes } = describeStatement(query.string ?? '')
@@ -91,7 +93,7 @@ const isTemplate = (first: unknown) => Array.isArray((first as { raw?: unknown }
 export function traceSql<T extends Sql>(sql: T, tracer: Tracer): T {
   const unsafe = (...args: Parameters<Sql['unsafe']>) => {
     const query = sql.unsafe(...args)
-    traceQuery(query as unknown as QueryInternals, tracer)
+    if (inRecordingSpan()) traceQuery(query as unknown as QueryInternals, tracer)
     return query
   }
   const reserve = async () => {
@@ -106,7 +108,9 @@ export function traceSql<T extends Sql>(sql: T, tracer: Tracer): T {
   return new Proxy(sql, {
     apply(target, self, args) {
       const result = Reflect.apply(target, self, args)
-      if (isTemplate(args[0])) traceQuery(result as QueryInternals, tracer)
+      // Checked when the statement is made (it is sent in the same request): an unsampled
+      // request's statements are left as they are.
+      if (isTemplate(args[0]) && inRecordingSpan()) traceQuery(result as QueryInternals, tracer)
       return result
     },
     get(target, prop, receiver) {
