@@ -38,7 +38,8 @@ async function main(config: Config) {
     await app.close() // stops accepting, closes idle connections, waits for in-flight requests; closes Redis
     await sql.end({ timeout: 5 })
     await embedded?.stop()
-    await tracing?.shutdown().catch(() => {}) // exports the spans still buffered
+    // Exports the spans still buffered; an unreachable collector does not hold the exit up.
+    if (tracing) await Promise.race([tracing.shutdown().catch(() => {}), new Promise((r) => setTimeout(r, 2000).unref())])
     app.log.info({ signal }, 'stopped')
     process.exit(0)
   }

@@ -62,6 +62,9 @@ export function startSdk(env: NodeJS.ProcessEnv): Tracing {
  * context is entered again after the body is read (body events run outside it), so that the
  * statements of later hooks and the handler are children of the request's span.
  */
+/** The request's OpenTelemetry context, kept by the onRequest hook for the preValidation one. */
+const kContext = Symbol('tracing context')
+
 function registerTracing(fastifyOtel: FastifyOtelInstrumentation) {
   return async (app: FastifyInstance) => {
     await app.register(fastifyOtel.plugin())
@@ -87,5 +90,3 @@ function registerTracing(fastifyOtel: FastifyOtelInstrumentation) {
     })
   }
 }
-
-const kContext = Symbol('tracing context')
