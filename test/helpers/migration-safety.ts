@@ -184,6 +184,8 @@ async function genericInsert(sql: Db, table: string): Promise<string> {
     const ref = refOf.get(column_name)
     if (ref) return `(select "${ref.ref_column}" from "${ref.ref_table}" limit 1)`
     if (udt_name.startsWith('_')) return `'{}'`
+    // An epoch-ms column (a time partition key, say) gets now, so that a current partition takes the row.
+    if (udt_name === 'int8' && column_name.endsWith('_ms')) return String(Date.now())
     if (/^(int[248]|numeric|float[48])$/.test(udt_name)) return '0'
     if (udt_name === 'uuid') return 'gen_random_uuid()'
     if (udt_name === 'bool') return 'false'
