@@ -1,6 +1,7 @@
 // Shared by the benchmarks: a fresh database with the bench data set, and servers started as
 // child processes pinned to one core (the load generator runs on another).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { createServer as createHttpServer } from 'node:http'
 import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
@@ -219,8 +220,31 @@ export async function startServer(label: string, args: string[], port: number, e
 /** Extra Node flags for the service under test (BENCH_NODE_OPTIONS, space-separated). */
 export const benchNodeOptions = (): string[] => (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean)
 
+/**
+ * BENCH_OTEL=<ratio> (e.g. 0.1 or 1): the service traces with that parent-based sampling ratio,
+ * exporting OTLP/HTTP (protobuf, batched) to a sink in this driver process that reads and drops
+ * every export. Unset: no OTEL_* variable reaches the service (tracing off).
+ */
+async function otelEnv(): Promise<Record<string, string>> {
+  const ratio = process.env.BENCH_OTEL
+  if (!ratio) return {}
+  const sink = createHttpServer((req, res) => {
+    req.resume()
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end())
+  })
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve))
+  sink.unref()
+  const { port } = sink.address() as { port: number }
+  return {
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+    OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+    OTEL_TRACES_SAMPLER_ARG: ratio,
+  }
+}
+
 /** The service as built by `make build`; PROFILE_DIR adds a V8 CPU profile written at exit. */
-export function startService(databaseUrl: string, port: number, profileDir?: string): Promise<Server> {
+export async function startService(databaseUrl: string, port: number, profileDir?: string): Promise<Server> {
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : []
   return startServer('service', [...benchNodeOptions(), ...profile, 'dist/src/server.js'], port, {
     DATABASE_URL: databaseUrl,
@@ -228,6 +252,7 @@ export function startService(databaseUrl: string, port: number, profileDir?: str
     RATE_LIMIT_MAX: '10000000',
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     SHUTDOWN_DRAIN_MS: '0',
+    ...(await otelEnv()),
   })
 }
 

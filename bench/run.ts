@@ -245,9 +245,10 @@ try {
     }),
     ``,
   ].join('\n')
-  // A partial run (BENCH_CASES) only prints: bench/results.md always holds a full run.
+  // A partial run (BENCH_CASES) or a traced one (BENCH_OTEL) only prints: bench/results.md always
+  // holds a full run of the service as deployed by default (tracing off).
   // The hand-written "Where the time goes" section below the generated tables is kept.
-  if (!ONLY) writeFileSync(RESULTS, `${table}\n${handWritten()}`)
+  if (!ONLY && !process.env.BENCH_OTEL) writeFileSync(RESULTS, `${table}\n${handWritten()}`)
   console.log(`\n${table}`)
 } finally {
   await stopServers()

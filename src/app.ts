@@ -25,6 +25,7 @@ import requestPipelinePlugin from './plugins/request-pipeline.js'
 import routesPlugin from './plugins/routes.js'
 import { createIdempotency } from './idempotency/index.js'
 import { createServiceHandlers } from '../handlers/index.js'
+import type { Tracing } from './tracing/index.js'
 
 export interface AppOptions {
   config: Config
@@ -33,6 +34,8 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
   /** Clock for schedule decisions; tests pass a controllable one. */
   now?: () => Date
+  /** OpenTelemetry, when OTEL_* asks for it (src/tracing); absent, no tracing code runs. */
+  tracing?: Tracing
 }
 
 export const REDACTED_HEADERS = ['x-api-key', 'authorization', 'cookie', 'set-cookie', 'proxy-authorization']
@@ -53,7 +56,7 @@ export function loggerOptions(config: Config, pretty = process.stdout.isTTY === 
   }
 }
 
-export async function buildApp({ config, sql, logger, now }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, sql, logger, now, tracing }: AppOptions): Promise<FastifyInstance> {
   // A ready-made pino instance (tests capture lines) goes in as loggerInstance.
   const isInstance = typeof (logger as { info?: unknown } | undefined)?.info === 'function'
   const app: FastifyInstance = Fastify({
@@ -73,6 +76,9 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   // JSON only: any other content type answers 415.
   app.removeContentTypeParser('text/plain')
 
+  // First, so that its request span is open before any other hook runs.
+  if (tracing) await tracing.register(app)
+  app.decorate('tracing', tracing ?? null)
   await app.register(configPlugin, { config })
   await app.register(jsonBodyPlugin)
   await app.register(jsonOnlyBodiesPlugin)
@@ -81,7 +87,7 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   await app.register(requestLogPlugin)
   await app.register(errorHandlerPlugin)
   await app.register(metricsPlugin)
-  await app.register(databasePlugin, { sql })
+  await app.register(databasePlugin, { sql: tracing ? tracing.traceSql(sql) : sql })
   await app.register(idempotencyPurgePlugin)
   await app.register(corsPlugin)
   await app.register(authPlugin)
@@ -101,4 +107,11 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   })
   await app.register(routesPlugin, { serviceHandlers })
   return app
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Null when tracing is off. */
+    tracing: Tracing | null
+  }
 }

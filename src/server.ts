@@ -5,17 +5,19 @@ import { ConfigError, DEV_API_KEY, loadConfig, type Config } from './config.js'
 import { createClient } from './db/client.js'
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.js'
 import { migrate } from './db/migrate.js'
+import { startTracing } from './tracing/index.js'
 
 const SHUTDOWN_DRAIN_MS = Number(process.env.SHUTDOWN_DRAIN_MS ?? 1000)
 const SHUTDOWN_TIMEOUT_MS = 15_000
 
 async function main(config: Config) {
+  const tracing = await startTracing()
   let embedded: EmbeddedDatabase | undefined
   if (!config.databaseUrl) embedded = await startEmbeddedDatabase(config.dataDir)
   const sql = createClient(config.databaseUrl ?? embedded!.url, { max: embedded ? 1 : 10 })
   await migrate(sql)
 
-  const app = await buildApp({ config, sql })
+  const app = await buildApp({ config, sql, tracing })
   if (embedded) app.log.info({ dataDir: config.dataDir }, 'no DATABASE_URL: using embedded PostgreSQL (PGlite)')
   if (config.apiKeys.includes(DEV_API_KEY)) app.log.warn(`API_KEYS is not set: APP_ENV=dev accepts the development key "${DEV_API_KEY}"`)
   await app.listen({ port: config.port, host: config.host })
@@ -36,6 +38,8 @@ async function main(config: Config) {
     await app.close() // stops accepting, closes idle connections, waits for in-flight requests; closes Redis
     await sql.end({ timeout: 5 })
     await embedded?.stop()
+    // Exports the spans still buffered; an unreachable collector does not hold the exit up.
+    if (tracing) await Promise.race([tracing.shutdown().catch(() => {}), new Promise((r) => setTimeout(r, 2000).unref())])
     app.log.info({ signal }, 'stopped')
     process.exit(0)
   }

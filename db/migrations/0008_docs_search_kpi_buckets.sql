@@ -12,6 +12,7 @@
 -- The previous values of a rollup row, set by the upsert that changes it, so that the same
 -- statement knows what to take out of the hour it used to count in (PostgreSQL 15 has no OLD in
 -- RETURNING). Null after an insert.
+-- migration-safety: access-exclusive: nullable columns without a default change only the catalog (no rewrite): held for milliseconds
 alter table docs_search_queries
   add column prev_first_ms bigint,
   add column prev_queries integer,

@@ -62,7 +62,9 @@ export default fp(
       help: 'Rate-limit decisions taken in the local window because Redis was unreachable or slow',
     })
     const local = new SlidingWindowStore()
-    const store = config.redisUrl ? sharedStore(fastify, config.redisUrl, config.redisCommandTimeoutMs, local, fallbacks) : local
+    const shared = config.redisUrl ? sharedStore(fastify, config.redisUrl, config.redisCommandTimeoutMs, local, fallbacks) : undefined
+    // With tracing on, each Redis decision is a span of its request.
+    const store = shared ? (fastify.tracing?.traceRateLimitStore(shared) ?? shared) : local
 
     // Without any key's own quota, the numbers themselves: @fastify/rate-limit then awaits no
     // function for them on each request.

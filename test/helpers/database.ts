@@ -57,14 +57,15 @@ async function ensureTemplate(admin: postgres.Sql, template: string): Promise<vo
   }
 }
 
-export async function createTestDatabase(t: Test, options: { max?: number } = {}): Promise<TestDatabase> {
+/** `migrated: false` leaves it empty (an upgrade test lets a previous release create the schema). */
+export async function createTestDatabase(t: Test, options: { max?: number; migrated?: boolean } = {}): Promise<TestDatabase> {
   const name = `study_test_${process.pid}_${randomBytes(4).toString('hex')}`
-  const template = templateName()
+  const template = options.migrated === false ? 'template1' : templateName()
   const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} })
   // Another run with the same migrations may drop the template after its own last test: build
   // it again then.
   for (let attempt = 1; ; attempt++) {
-    await ensureTemplate(admin, template)
+    if (template !== 'template1') await ensureTemplate(admin, template)
     try {
       await admin.unsafe(`create database "${name}" template "${template}"`)
       break

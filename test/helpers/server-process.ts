@@ -24,10 +24,17 @@ export function freePort(): Promise<number> {
   })
 }
 
-export async function startServer(t: Test, env: Record<string, string>): Promise<ServerProcess> {
+export interface ServerBuild {
+  /** The folder to run in (default: this working tree). */
+  cwd?: string
+  /** Node's arguments (default: this tree's TypeScript sources through tsx). */
+  args?: string[]
+}
+
+export async function startServer(t: Test, env: Record<string, string>, build: ServerBuild = {}): Promise<ServerProcess> {
   const port = env.PORT ?? String(await freePort())
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: projectRoot,
+  const child = spawn(process.execPath, build.args ?? ['--import', 'tsx', 'src/server.ts'], {
+    cwd: build.cwd ?? projectRoot,
     // Load shedding off unless a test sets it: a busy CI machine must not turn into 503s here.
     env: { ...process.env, LOG_LEVEL: 'warn', API_KEYS: 'k', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0', ...env, PORT: port, HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],

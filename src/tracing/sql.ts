@@ -1,0 +1,123 @@
+// Child spans for postgres.js statements: postgres.js has no official instrumentation, so the
+// client is wrapped at its boundary (the pool, reserved connections, transactions). A span is
+// made only inside a recording span (a sampled request): statements of unsampled requests,
+// timers and migrations cost one context lookup. Its name is the statement's operation and
+// table (`SELECT users`); `db.query.text` is the text postgres.js sent, whose values are $n
+// parameters: no parameter value, row or error message ever reaches an attribute.
+import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Tracer } from '@opentelemetry/api'
+import type { Sql } from '../db/client.js'
+
+/** The parts of a postgres.js Query this wrapper touches (lazy: sent on then() or execute()). */
+interface QueryInternals {
+  executed: boolean
+  /** The text sent, with $n placeholders; set when the query is built. */
+  string?: string
+  handle(): Promise<void>
+  resolve(value: unknown): void
+  reject(err: unknown): void
+}
+
+export interface StatementDescription {
+  name: string
+  attributes: Attributes
+}
+
+const descriptions = new Map<string, StatementDescription>()
+const MAX_DESCRIPTIONS = 1000
+
+const TARGET: Record<string, RegExp> = {
+  INSERT: /^insert\s+into\s+([a-z_][\w.]*)/i,
+  UPDATE: /^update\s+([a-z_][\w.]*)/i,
+  DELETE: /^delete\s+from\s+([a-z_][\w.]*)/i,
+}
+const FROM = /\bfrom\s+([a-z_][\w.]*)/i
+
+/** Operation and table of a statement's text, cached per text (the texts are the code's own). */
+export function describeStatement(text: string): StatementDescription {
+  let found = descriptions.get(text)
+  if (found) return found
+  const trimmed = text.trim()
+  const operation = (/^\w+/.exec(trimmed)?.[0] ?? 'SQL').toUpperCase()
+  const table = (TARGET[operation] ?? FROM).exec(trimmed)?.[1]
+  found = {
+    name: table ? `${operation} ${table}` : operation,
+    attributes: {
+      'db.system.name': 'postgresql',
+      'db.operation.name': operation,
+      ...(table ? { 'db.collection.name': table } : {}),
+      'db.query.text': trimmed.replace(/\s+/g, ' '),
+    },
+  }
+  if (descriptions.size >= MAX_DESCRIPTIONS) descriptions.clear()
+  descriptions.set(text, found)
+  return found
+}
+
+function traceQuery(query: QueryInternals, tracer: Tracer): void {
+  const handle = query.handle
+  query.handle = function tracedHandle(this: QueryInternals) {
+    if (!this.executed) startSpan(this, tracer)
+    return handle.call(this)
+  }
+}
+
+/** Inside a sampled request: only then is a statement's span worth making. */
+const inRecordingSpan = () => trace.getSpan(context.active())?.isRecording() === true
+
+function startSpan(query: QueryInternals, tracer: Tracer): void {
+  if (!inRecordingSpan()) return
+  const span = tracer.startSpan('sql', { kind: SpanKind.CLIENT })
+  const finish = () => {
+    const { name, attributes } = describeStatement(query.string ?? '')
+    span.updateName(name)
+    span.setAttributes(attributes)
+    span.end()
+  }
+  const { resolve, reject } = query
+  query.resolve = (value) => {
+    finish()
+    resolve(value)
+  }
+  query.reject = (err) => {
+    // The SQLSTATE only: a message may quote a value (`invalid input syntax for type uuid: "…"`).
+    span.setStatus({ code: SpanStatusCode.ERROR })
+    span.setAttribute('error.type', (err as { code?: string })?.code ?? 'Error')
+    finish()
+    reject(err)
+  }
+}
+
+const isTemplate = (first: unknown) => Array.isArray((first as { raw?: unknown } | undefined)?.raw)
+
+/** `sql` whose statements (also on reserved connections and in transactions) are traced. */
+export function traceSql<T extends Sql>(sql: T, tracer: Tracer): T {
+  const unsafe = (...args: Parameters<Sql['unsafe']>) => {
+    const query = sql.unsafe(...args)
+    if (inRecordingSpan()) traceQuery(query as unknown as QueryInternals, tracer)
+    return query
+  }
+  const reserve = async () => {
+    const reserved = await sql.reserve()
+    return traceSql(reserved as unknown as Sql, tracer)
+  }
+  const begin = (options: unknown, fn?: unknown) => {
+    const work = (fn ?? options) as (tx: Sql) => unknown
+    const traced = (tx: Sql) => work(traceSql(tx, tracer))
+    return fn === undefined ? sql.begin(traced as never) : sql.begin(options as string, traced as never)
+  }
+  return new Proxy(sql, {
+    apply(target, self, args) {
+      const result = Reflect.apply(target, self, args)
+      // Checked when the statement is made (it is sent in the same request): an unsampled
+      // request's statements are left as they are.
+      if (isTemplate(args[0]) && inRecordingSpan()) traceQuery(result as QueryInternals, tracer)
+      return result
+    },
+    get(target, prop, receiver) {
+      if (prop === 'unsafe') return unsafe
+      if (prop === 'reserve') return reserve
+      if (prop === 'begin') return begin
+      return Reflect.get(target, prop, receiver)
+    },
+  })
+}
