@@ -87,6 +87,8 @@ function startSpan(query: QueryInternals, tracer: Tracer): void {
   }
 }
 
+const TRANSACTION: Attributes = { 'db.system.name': 'postgresql', 'db.operation.name': 'TRANSACTION' }
+
 const isTemplate = (first: unknown) => Array.isArray((first as { raw?: unknown } | undefined)?.raw)
 
 /** `sql` whose statements (also on reserved connections and in transactions) are traced. */
@@ -100,10 +102,24 @@ export function traceSql<T extends Sql>(sql: T, tracer: Tracer): T {
     const reserved = await sql.reserve()
     return traceSql(reserved as unknown as Sql, tracer)
   }
+  // postgres.js sends BEGIN and COMMIT itself, past this wrapper: in a sampled request the
+  // transaction is one span from BEGIN to COMMIT, parent of the statements run in it.
   const begin = (options: unknown, fn?: unknown) => {
     const work = (fn ?? options) as (tx: Sql) => unknown
     const traced = (tx: Sql) => work(traceSql(tx, tracer))
-    return fn === undefined ? sql.begin(traced as never) : sql.begin(options as string, traced as never)
+    const run = () => (fn === undefined ? sql.begin(traced as never) : sql.begin(options as string, traced as never))
+    if (!inRecordingSpan()) return run()
+    return tracer.startActiveSpan('TRANSACTION', { kind: SpanKind.CLIENT, attributes: TRANSACTION }, async (span) => {
+      try {
+        return await run()
+      } catch (err) {
+        span.setStatus({ code: SpanStatusCode.ERROR })
+        span.setAttribute('error.type', (err as { code?: string })?.code ?? 'Error')
+        throw err
+      } finally {
+        span.end()
+      }
+    })
   }
   return new Proxy(sql, {
     apply(target, self, args) {
