@@ -132,7 +132,10 @@ export function reviewMoves(outcome: ReviewOutcome, at: Date, timeZone: string):
   const moveFrom = (from: Slot) => {
     const slot = nextSlot(from, outcome)
     let next_review_at = due.get(slot)
-    if (!next_review_at) due.set(slot, (next_review_at = new Date(rolloverAfter(day, INTERVAL_DAYS[slot], timeZone))))
+    if (!next_review_at) {
+      next_review_at = new Date(rolloverAfter(day, INTERVAL_DAYS[slot], timeZone))
+      due.set(slot, next_review_at)
+    }
     return { slot, next_review_at }
   }
   return { A: moveFrom('A'), B: moveFrom('B'), C: moveFrom('C'), D: moveFrom('D') }
