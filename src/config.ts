@@ -29,7 +29,7 @@ export interface Config {
   dataDir: string
   /** A request's headers and body must arrive within this time, else 408 (REQUEST_TIMEOUT_MS). */
   requestTimeoutMs: number
-  /** Load shedding thresholds (0 turns a check off); see src/plugins/load-shedding.ts. */
+  /** Load shedding thresholds (0 turns a check off); see src/plugins/external/load-shedding.ts. */
   loadShed: {
     maxEventLoopDelayMs: number
     maxEventLoopUtilization: number

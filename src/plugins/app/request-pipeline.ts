@@ -1,11 +1,11 @@
 import fp from 'fastify-plugin'
 import type { onRequestHookHandler, preHandlerHookHandler, RouteOptions } from 'fastify'
-import { operations, type OperationId, type OperationInfo } from '../../generated/operations.js'
-import { appError } from '../errors.js'
-import { requireScope } from '../auth/scope.js'
-import { checkSystems } from '../auth/systems.js'
-import { IDEMPOTENCY_KEY_HEADER, requireIdempotencyKey } from '../idempotency/key.js'
-import { createRouteValidatorCompiler } from '../validation/validator-compiler.js'
+import { operations, type OperationId, type OperationInfo } from '../../../generated/operations.js'
+import { appError } from '../../errors.js'
+import { requireScope } from '../../auth/scope.js'
+import { checkSystems } from '../../auth/systems.js'
+import { IDEMPOTENCY_KEY_HEADER, requireIdempotencyKey } from '../../idempotency/key.js'
+import { createRouteValidatorCompiler } from '../../validation/validator-compiler.js'
 
 /**
  * The order of checks on a request, for every operation of the contract, in one place.

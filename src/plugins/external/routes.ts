@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import openapiGlue from 'fastify-openapi-glue'
-import { specPath } from '../paths.js'
+import { specPath } from '../../paths.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,11 +1,11 @@
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { AppError, appError, type ErrorKey } from '../errors.js'
-import { allowedMethods } from '../http/declared-methods.js'
-import { timedOutByServer } from '../http/server-options.js'
-import { isDatabaseUnavailable } from '../db/unavailable.js'
-import { RequestValidationError } from '../validation/request-validation-error.js'
-import { malformedBodyItem, toValidationItems, validationBody, type RequestPart } from '../validation/validation-errors.js'
+import { AppError, appError, type ErrorKey } from '../../errors.js'
+import { allowedMethods } from '../../http/declared-methods.js'
+import { timedOutByServer } from '../../http/server-options.js'
+import { isDatabaseUnavailable } from '../../db/unavailable.js'
+import { RequestValidationError } from '../../validation/request-validation-error.js'
+import { malformedBodyItem, toValidationItems, validationBody, type RequestPart } from '../../validation/validation-errors.js'
 
 const RETRY_AFTER_SECONDS = '5'
 const MALFORMED_BODY = new Set(['FST_ERR_CTP_EMPTY_JSON_BODY', 'FST_ERR_CTP_INVALID_JSON_BODY', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH'])

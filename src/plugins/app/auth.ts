@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { type ApiKeyIdentity, createApiKeyRegistry } from '../auth/api-keys.js'
+import { type ApiKeyIdentity, createApiKeyRegistry } from '../../auth/api-keys.js'
 
 declare module 'fastify' {
   interface FastifyRequest {

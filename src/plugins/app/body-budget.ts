@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { type BodyBudget, createBodyBudget } from '../http/body-budget.js'
+import { type BodyBudget, createBodyBudget } from '../../http/body-budget.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { routeTemplate } from '../route-template.js'
+import { routeTemplate } from '../../route-template.js'
 
 /**
  * One log line per answered request: no headers, no body, no query string. An error answer

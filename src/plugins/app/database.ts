@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
-import type { Sql, TransactionSql } from '../db/client.js'
-import { PoolUsage } from '../db/pool-usage.js'
-import { createRepositories, type Repositories } from '../repositories/index.js'
+import type { Sql, TransactionSql } from '../../db/client.js'
+import { PoolUsage } from '../../db/pool-usage.js'
+import { createRepositories, type Repositories } from '../../repositories/index.js'
 
 export interface Database {
   sql: Sql

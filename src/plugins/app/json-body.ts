@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
-import { oversizeTopLevelArray } from '../validation/array-prescan.js'
-import { unacceptableNumber, unacceptableString } from '../validation/input-rules.js'
+import { oversizeTopLevelArray } from '../../validation/array-prescan.js'
+import { unacceptableNumber, unacceptableString } from '../../validation/input-rules.js'
 
 // Arbitrarily deep documents do not survive recursive serializers, and the string and number
 // rules of input-rules.ts hold inside free-form JSON too; all are refused at parse time as a

@@ -1,11 +1,11 @@
 import fp from 'fastify-plugin'
 import rateLimit, { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
-import { appError } from '../errors.js'
-import { ADDRESS_PREFIX, SlidingWindowStore } from '../rate-limit/sliding-window-store.js'
-import { createRedisWindowClient, RedisWindowStore } from '../rate-limit/redis-window.js'
-import * as ietf from '../rate-limit/ietf-headers.js'
-import { existingStore } from '../library-types.js'
+import { appError } from '../../errors.js'
+import { ADDRESS_PREFIX, SlidingWindowStore } from '../../rate-limit/sliding-window-store.js'
+import { createRedisWindowClient, RedisWindowStore } from '../../rate-limit/redis-window.js'
+import * as ietf from '../../rate-limit/ietf-headers.js'
+import { existingStore } from '../../library-types.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -4,9 +4,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import { parse } from 'yaml'
-import { specPath } from '../paths.js'
-import { buildServedDocument } from '../docs/served-document.js'
-import { swaggerUiConfig } from '../library-types.js'
+import { specPath } from '../../paths.js'
+import { buildServedDocument } from '../../docs/served-document.js'
+import { swaggerUiConfig } from '../../library-types.js'
 
 /** Anything under /docs/static that could leave the asset folder once decoded. */
 export function escapesStaticFolder(url: string): boolean {

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { purgeExpired } from '../idempotency/records.js'
+import { purgeExpired } from '../../idempotency/records.js'
 
 /** Deletes expired idempotency records in small batches, every few minutes, in every replica. */
 export default fp<{ intervalMs?: number }>(

@@ -3,11 +3,11 @@ import path from 'node:path'
 import fp from 'fastify-plugin'
 import fastifyMetrics from 'fastify-metrics'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { Sql } from '../db/client.js'
-import { projectRoot } from '../paths.js'
-import type { ObserveDbOperation } from '../repositories/index.js'
-import { routeTemplate } from '../route-template.js'
-import type { AnsweredError } from './error-handler.js'
+import type { Sql } from '../../db/client.js'
+import { projectRoot } from '../../paths.js'
+import type { ObserveDbOperation } from '../../repositories/index.js'
+import { routeTemplate } from '../../route-template.js'
+import type { AnsweredError } from '../app/error-handler.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import cors from '@fastify/cors'
-import { operations } from '../../generated/operations.js'
+import { operations } from '../../../generated/operations.js'
 
 // Browsers on the docs site send telemetry cross-origin; nothing else is open to CORS.
 const INGEST_PATHS = new Set<string>([operations.ingestDocsSearchEvent.path, operations.ingestDocsSearchEventBatch.path])
