@@ -11,6 +11,7 @@ import errorHandlerPlugin, { safeErrorFields } from './plugins/error-handler.js'
 import metricsPlugin from './plugins/metrics.js'
 import databasePlugin from './plugins/database.js'
 import idempotencyPurgePlugin from './plugins/idempotency-purge.js'
+import telemetryLifecyclePlugin from './plugins/telemetry-lifecycle.js'
 import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import requestLogPlugin from './plugins/request-log.js'
@@ -81,6 +82,7 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   await app.register(metricsPlugin)
   await app.register(databasePlugin, { sql })
   await app.register(idempotencyPurgePlugin)
+  await app.register(telemetryLifecyclePlugin, { now: now ?? (() => new Date()) })
   await app.register(corsPlugin)
   await app.register(authPlugin)
   await app.register(rateLimitPlugin)
