@@ -11,7 +11,7 @@ const LOCK_ID = 7_346_110_233 // arbitrary constant shared by every replica
 
 export interface LifecycleOptions {
   retentionDays: number
-  /** Days after today (UTC) that have their partition before any event arrives. */
+  /** Days after today (UTC) that have their partition before any event arrives (the run is hourly). */
   aheadDays?: number
   now: () => Date
   log: FastifyBaseLogger
@@ -72,15 +72,17 @@ export class TelemetryLifecycle {
   }
 
   async #maintain(repo: TelemetryLifecycleRepository): Promise<void> {
-    const { retentionDays, aheadDays = 7, log } = this.options
+    const { retentionDays, aheadDays = 2, log } = this.options
     const now = this.options.now().getTime()
     const cutoff = now - retentionDays * DAY_MS
     const partitions = await repo.partitions()
     const ranged = partitions.filter((p) => !p.isDefault)
 
-    // Every day from the oldest one retention keeps to `aheadDays` after today.
+    // Yesterday (late batches), today and `aheadDays` after it. Older days get no new partition:
+    // an event that late goes to the DEFAULT partition (a partition costs ~0.1 s to create, and
+    // a new database would otherwise start with one per kept day).
     const today = Math.floor(now / DAY_MS) * DAY_MS
-    for (let day = Math.floor(cutoff / DAY_MS) * DAY_MS; day <= today + aheadDays * DAY_MS; day += DAY_MS) {
+    for (let day = Math.max(today - DAY_MS, Math.floor(cutoff / DAY_MS) * DAY_MS); day <= today + aheadDays * DAY_MS; day += DAY_MS) {
       if (ranged.some((p) => overlaps(p, day, day + DAY_MS))) continue
       const name = partitionName(day)
       await this.#withRetry(`create partition ${name}`, () => repo.createPartition(name, day, day + DAY_MS))

@@ -30,10 +30,20 @@ const partitions = async () =>
   )
 const kpis = async (windowMinutes: number) => (await api.get(`/api/v1/telemetry/docs-search/metrics?window_minutes=${windowMinutes}`)).json()
 
-t.test('at start the service has created the partitions of the kept days and of the week ahead', async (t) => {
+/** Runs the lifecycle as the hourly timer would have, one day after the other up to `to`. */
+const liveDays = async (from: number, to: number) => {
+  for (let at = from; at <= to; at += DAY) {
+    clock.set(new Date(at).toISOString())
+    await api.app.telemetryLifecycle.run()
+  }
+  clock.set(new Date(to).toISOString())
+}
+
+t.test('at start the service has created the partitions of yesterday, today and two days ahead', async (t) => {
   const names = await partitions()
-  for (let d = -8; d <= 7; d++) t.ok(names.includes(partitionName(today + d * DAY)), `day ${d}`)
-  t.notOk(names.includes(partitionName(today + 8 * DAY)), 'not further ahead')
+  for (let d = -1; d <= 2; d++) t.ok(names.includes(partitionName(today + d * DAY)), `day ${d}`)
+  t.notOk(names.includes(partitionName(today + 3 * DAY)), 'not further ahead')
+  t.notOk(names.includes(partitionName(today - 2 * DAY)), 'nor further back')
   t.ok(names.includes('docs_search_events_default'))
   const [session] = await sql`select count(*)::int as n from pg_indexes where indexname = ${`${partitionName(today)}_session`}`
   t.equal(session!.n, 1, 'each partition has its session index')
@@ -63,6 +73,8 @@ t.test('an event far in the past or the future is kept in the DEFAULT partition 
 })
 
 t.test('retention drops the days older than the limit and no KPI over the kept window changes', async (t) => {
+  // The partitions of the last 12 days, as a service that ran all along would have made them.
+  await liveDays(NOW - 12 * DAY, NOW)
   // 12 days of events, with queries whose events span a day boundary and the edges of the
   // windows, sessions and events without a query id.
   const events: object[] = []
@@ -121,12 +133,11 @@ t.test('retention drops the days older than the limit and no KPI over the kept w
 })
 
 t.test('ingest during a drop that waits for its lock is answered at once', async (t) => {
-  clock.set(START)
-  await ingest([{ event: 'search_query', emitted_at_ms: NOW - 20 * DAY, query_id: 'old-enough' }]) // into DEFAULT (no partition that old)
-  await api.app.telemetryLifecycle.run()
   // A partition that retention will drop, and a reader that holds it (a long KPI query, say).
   const oldDay = Math.floor((NOW - 8 * DAY) / DAY) * DAY
+  await liveDays(oldDay, NOW)
   await ingest([{ event: 'search_query', emitted_at_ms: oldDay + HOUR, query_id: 'to-drop' }])
+  t.same(await partitionOf('to-drop'), [partitionName(oldDay)])
   const reader = postgres(api.db.url, { max: 1, onnotice: () => {} })
   t.teardown(() => reader.end())
   let release!: () => void
