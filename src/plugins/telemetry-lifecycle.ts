@@ -38,18 +38,16 @@ export default fp<{ now: () => Date; intervalMs?: number }>(
         name,
         help,
         collect() {
-          const value = read()
-          if (value === null) this.reset()
-          else this.set(value)
+          this.set(read() ?? 0)
         },
       })
     gauge('docs_search_retention_rows_dropped', 'Docs-search events removed by retention by this process (dropped partitions and old DEFAULT rows)', () => figures.rowsDropped)
     gauge('docs_search_retention_partitions_dropped', 'Docs-search event partitions dropped by retention by this process', () => figures.partitionsDropped)
     gauge('docs_search_retention_rollup_rows_dropped', 'Query rollup rows and KPI buckets no window can reach, deleted by this process', () => figures.rollupRowsDropped)
-    gauge('docs_search_retention_last_run_timestamp_seconds', 'When this process last completed a retention run (unset: never)', () =>
+    gauge('docs_search_retention_last_run_timestamp_seconds', 'When this process last completed a retention run (0: never)', () =>
       figures.lastRunMs === null ? null : figures.lastRunMs / 1000,
     )
-    gauge('docs_search_oldest_event_kept_timestamp_seconds', 'emitted_at of the oldest docs-search event kept, after the last run (unset: none)', () =>
+    gauge('docs_search_oldest_event_kept_timestamp_seconds', 'emitted_at of the oldest docs-search event kept, as of the last run (0: none)', () =>
       figures.oldestEventMs === null ? null : figures.oldestEventMs / 1000,
     )
   },
