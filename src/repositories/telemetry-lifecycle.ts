@@ -84,7 +84,13 @@ export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200
 
     /** Adds the session index to a partition without one (the table of the previous release), without blocking writes. */
     async addSessionIndex(name: string): Promise<void> {
-      await sql.unsafe(`create index concurrently if not exists ${ident(sessionIndex(name))} on ${ident(name)} (session_id) where session_id <> ''`)
+      // Outside any transaction (CONCURRENTLY), and longer than the pool's statement_timeout on a big table.
+      await sql.unsafe(`set statement_timeout = 0`)
+      try {
+        await sql.unsafe(`create index concurrently if not exists ${ident(sessionIndex(name))} on ${ident(name)} (session_id) where session_id <> ''`)
+      } finally {
+        await sql.unsafe(`reset statement_timeout`)
+      }
     },
 
     /** Number of events in a partition (counted before it is dropped; no lock that ingest waits for). */
