@@ -134,18 +134,20 @@ try {
       `(raw ${fmt(Number(disk!.raw) / 1e9)} GB, query rollup ${fmt(Number(disk!.rollup) / 1e6)} MB, KPI buckets ${fmt(Number(disk!.buckets) / 1e6)} MB; ${fmt(stored)} events)`,
   )
 
-  // 3. KPI medians.
+  // 3. KPI medians. The first call on each of the server's pool connections (10) loads the
+  // partitions' catalogue entries into that backend: reported apart, as the cold calls.
   for (const window of [60, 1440, 10080]) {
     const timings: number[] = []
-    for (let i = 0; i < 6; i++) {
+    for (let i = 0; i < 20; i++) {
       const t0 = performance.now()
       const r = await fetch(`${base}/api/v1/telemetry/docs-search/metrics?window_minutes=${window}`, { headers: { 'x-api-key': KEY } })
       if (r.status !== 200) throw new Error(`metrics answered ${r.status}`)
       await r.json()
-      if (i > 0) timings.push(performance.now() - t0) // the first is a warm-up
+      timings.push(performance.now() - t0)
     }
-    timings.sort((a, b) => a - b)
-    console.log(`KPI window ${window} min: median ${fmt(p(timings, 0.5))} ms (target ≤ ${METRICS_TARGETS_MS[window]} ms)`)
+    const cold = timings.slice(0, 10).sort((a, b) => a - b)
+    const warm = timings.slice(10).sort((a, b) => a - b)
+    console.log(`KPI window ${window} min: median ${fmt(p(warm, 0.5))} ms (target ≤ ${METRICS_TARGETS_MS[window]} ms); the first 10 calls: median ${fmt(p(cold, 0.5))} ms, max ${fmt(cold.at(-1)!)} ms`)
   }
 
   // 4. Ingest p99 without and during the drop of the oldest day (a partition): a steady load of
