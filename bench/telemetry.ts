@@ -159,7 +159,7 @@ try {
     const clients = Array.from({ length: CONCURRENCY }, async () => {
       while (performance.now() < until) samples.push(await post(batchBody(batches - 1 - (b0++ % Math.min(200, batches)))))
     })
-    const extra = during ? (await sleep(seconds * 400), during()) : Promise.resolve()
+    const extra = during ? sleep(seconds * 400).then(during) : Promise.resolve()
     await Promise.all([...clients, extra])
     return samples
   }

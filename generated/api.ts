@@ -988,7 +988,7 @@ export interface components {
          *     }
          */
         DocsSearchSessionErased: {
-            /** @description The erased session id */
+            /** @description The erased session id, as given in the path. */
             session_id: string;
             /** @description Raw events deleted by this call (0 when none were left). */
             erased_events: number;

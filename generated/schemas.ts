@@ -1193,8 +1193,8 @@ export const schemas = {
     "properties": {
       "session_id": {
         "type": "string",
-        "description": "The erased session id",
-        "as given in the path.": null
+        "maxLength": 128,
+        "description": "The erased session id, as given in the path."
       },
       "erased_events": {
         "type": "integer",
