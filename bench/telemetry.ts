@@ -164,7 +164,8 @@ try {
     return samples
   }
   const baseline = (await load(6)).map((s) => s.ms).sort((a, b) => a - b)
-  const oldest = Math.floor((NOW - SPAN_MS) / DAY_MS) * DAY_MS
+  // The first whole day of the seeded week (the day before it holds only its last hours).
+  const oldest = Math.floor((NOW - SPAN_MS) / DAY_MS) * DAY_MS + DAY_MS
   const [{ n: dayRows }] = (await bulk.unsafe(`select count(*)::bigint as n from ${partitionName(oldest)}`)) as unknown as [{ n: string }]
   let drop = { started: 0, ms: 0, attempts: 0 }
   const duringDrop = await load(6, async () => {
