@@ -141,12 +141,15 @@ t.test('ingest during a drop that waits for its lock is answered at once', async
   const reader = postgres(api.db.url, { max: 1, onnotice: () => {} })
   t.teardown(() => reader.end())
   let release!: () => void
+  let locked!: () => void
   const held = new Promise<void>((resolve) => (release = resolve))
+  const reading = new Promise<void>((resolve) => (locked = resolve))
   const holding = reader.begin(async (tx) => {
     await tx`select count(*) from docs_search_events`
+    locked()
     await held
   })
-  await new Promise((r) => setTimeout(r, 100))
+  await reading
   clock.set(new Date(NOW + DAY).toISOString())
   const run = api.app.telemetryLifecycle.run()
   await new Promise((r) => setTimeout(r, 300)) // the drop is retrying by now
