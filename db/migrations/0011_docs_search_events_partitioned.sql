@@ -18,6 +18,7 @@ alter table docs_search_events_legacy drop column id;
 alter index docs_search_events_window rename to docs_search_events_legacy_window;
 alter index docs_search_events_query rename to docs_search_events_legacy_query;
 alter index docs_search_events_unnamed rename to docs_search_events_legacy_unnamed;
+-- migration-safety: access-exclusive: the trigger moves to the partitioned table below; the lock is already held by the rename above
 drop trigger docs_search_queries_roll_up on docs_search_events_legacy;
 
 create table docs_search_events (
@@ -55,6 +56,7 @@ create table docs_search_events_default partition of docs_search_events default;
 -- each partition it creates; partial: most events of a site without sessions carry '').
 create index docs_search_events_default_session on docs_search_events_default (session_id) where session_id <> '';
 
+-- migration-safety: access-exclusive: attaching the old table (locked since the rename) scans it once to check its bound; old replicas' telemetry waits for it
 do $$
 declare
   -- start of tomorrow (UTC), epoch ms: the first daily partition's start
@@ -72,7 +74,6 @@ begin
          result_url, latency_ms, time_to_success_ms, time_to_click_ms, source, top_results, payload, received_at
   from docs_search_events_legacy where emitted_at_ms >= tomorrow;
   delete from docs_search_events_legacy where emitted_at_ms >= tomorrow;
-  -- migration-safety: access-exclusive: the old table, already locked by the rename, is checked once (a scan) against its new bound
   execute format('alter table docs_search_events attach partition docs_search_events_legacy for values from (minvalue) to (%s)', tomorrow);
 end $$;
 
