@@ -71,7 +71,7 @@ tools/sdk/node_modules/.package-lock.json: tools/sdk/package.json tools/sdk/pack
 migrate: node_modules
 	npm run migrate
 
-## Telemetry figures: batch ingest events/s and the metrics query over 10M events (BENCH_EVENTS=0: ingest only).
+## Telemetry at scale: N events through the batch API (default 100M, tens of GB; BENCH_EVENTS=2000000 for less), disk per event, KPIs, a day's drop, an erasure.
 bench-telemetry: node_modules
 	npx tsx bench/telemetry.ts
 

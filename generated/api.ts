@@ -311,6 +311,37 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/telemetry/docs-search/sessions/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Erase one visitor's docs-search events
+         * @description Deletes every stored raw event whose `session_id` is this one (what the visitor typed,
+         *     `query_text`, goes with them) and answers when they are gone, with how many there were.
+         *     Idempotent: a repeated call erases nothing more and answers `erased_events: 0`. The call
+         *     is logged with the API key's id. Needs the scope `telemetry:erase`: `API_KEYS` keys hold
+         *     it; an `API_KEYS_FILE` entry only when its `scopes` name it (an entry without `scopes`
+         *     holds every other scope, not this one).
+         *
+         *     What stays: the KPI counts already aggregated from these events (the per-query rollup and
+         *     the hourly KPI buckets), which hold no session, query text or other personal data. Raw
+         *     events older than `TELEMETRY_RETENTION_DAYS` are gone already.
+         *
+         *     Business errors: none beyond the common ones (401, 403, 422, 429).
+         */
+        delete: operations["eraseDocsSearchSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/live": {
         parameters: {
             query?: never;
@@ -949,6 +980,18 @@ export interface components {
         DocsSearchTelemetryAccepted: {
             /** @description Number of events stored. */
             accepted: number;
+        };
+        /**
+         * @example {
+         *       "session_id": "s-4f1c2a",
+         *       "erased_events": 42
+         *     }
+         */
+        DocsSearchSessionErased: {
+            /** @description The erased session id, as given in the path. */
+            session_id: string;
+            /** @description Raw events deleted by this call (0 when none were left). */
+            erased_events: number;
         };
         /**
          * @example {
@@ -2051,6 +2094,50 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DocsSearchTelemetryMetricsResponse"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    eraseDocsSearchSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The `session_id` the events were sent with (1..128 characters, percent-encoded in the path). */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session's raw events are erased. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocsSearchSessionErased"];
                 };
             };
             400: components["responses"]["MalformedRequest"];

@@ -462,6 +462,33 @@ export const operations = {
       "503": "ServiceUnavailable"
     }
   },
+  "eraseDocsSearchSession": {
+    "method": "DELETE",
+    "path": "/api/v1/telemetry/docs-search/sessions/{session_id}",
+    "url": "/api/v1/telemetry/docs-search/sessions/:session_id",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "scopes": [
+      "telemetry:erase"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
   "getLive": {
     "method": "GET",
     "path": "/live",

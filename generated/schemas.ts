@@ -1182,6 +1182,33 @@ export const schemas = {
       }
     ]
   },
+  "DocsSearchSessionErased": {
+    "$id": "https://study-service/schemas/DocsSearchSessionErased",
+    "type": "object",
+    "required": [
+      "session_id",
+      "erased_events"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "session_id": {
+        "type": "string",
+        "maxLength": 128,
+        "description": "The erased session id, as given in the path."
+      },
+      "erased_events": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Raw events deleted by this call (0 when none were left)."
+      }
+    },
+    "examples": [
+      {
+        "session_id": "s-4f1c2a",
+        "erased_events": 42
+      }
+    ]
+  },
   "DocsSearchTelemetryMetricsResponse": {
     "$id": "https://study-service/schemas/DocsSearchTelemetryMetricsResponse",
     "type": "object",

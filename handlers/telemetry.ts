@@ -1,7 +1,7 @@
-// ingestDocsSearchEvent, ingestDocsSearchEventBatch, getDocsSearchTelemetryMetrics.
-import type { HandlerDeps, ServiceHandlers } from './types.js'
+// ingestDocsSearchEvent, ingestDocsSearchEventBatch, getDocsSearchTelemetryMetrics, eraseDocsSearchSession.
+import type { HandlerDeps, ServiceHandlers, SuccessBody } from './types.js'
 
-type TelemetryOperations = 'ingestDocsSearchEvent' | 'ingestDocsSearchEventBatch' | 'getDocsSearchTelemetryMetrics'
+type TelemetryOperations = 'ingestDocsSearchEvent' | 'ingestDocsSearchEventBatch' | 'getDocsSearchTelemetryMetrics' | 'eraseDocsSearchSession'
 
 export function createTelemetryHandlers({ db, now }: HandlerDeps): ServiceHandlers<TelemetryOperations> {
   return {
@@ -21,6 +21,14 @@ export function createTelemetryHandlers({ db, now }: HandlerDeps): ServiceHandle
       const toMs = now().getTime()
       const kpis = await db.repos.telemetry.metrics(toMs - windowMinutes * 60_000, toMs)
       return { window_minutes: windowMinutes, ...kpis }
+    },
+
+    async eraseDocsSearchSession(request): Promise<SuccessBody<'eraseDocsSearchSession', 200>> {
+      const sessionId = request.params.session_id
+      const erased = await db.repos.telemetry.eraseSession(sessionId)
+      // The record of who erased (the key id) and how much; the session id itself is not logged.
+      request.log.info({ key_id: request.apiKeyId, erased_events: erased }, 'docs-search session erased')
+      return { session_id: sessionId, erased_events: erased }
     },
   }
 }

@@ -11,6 +11,7 @@ import errorHandlerPlugin, { safeErrorFields } from './plugins/app/error-handler
 import metricsPlugin from './plugins/external/metrics.js'
 import databasePlugin from './plugins/app/database.js'
 import idempotencyPurgePlugin from './plugins/app/idempotency-purge.js'
+import telemetryLifecyclePlugin from './plugins/app/telemetry-lifecycle.js'
 import authPlugin from './plugins/app/auth.js'
 import rateLimitPlugin from './plugins/external/rate-limit.js'
 import requestLogPlugin from './plugins/app/request-log.js'
@@ -89,6 +90,7 @@ export async function buildApp({ config, sql, logger, now, tracing }: AppOptions
   await app.register(metricsPlugin)
   await app.register(databasePlugin, { sql: tracing ? tracing.traceSql(sql) : sql })
   await app.register(idempotencyPurgePlugin)
+  await app.register(telemetryLifecyclePlugin, { now: now ?? (() => new Date()) })
   await app.register(corsPlugin)
   await app.register(authPlugin)
   await app.register(rateLimitPlugin)

@@ -2,6 +2,7 @@
 import { getHeapStatistics } from 'node:v8'
 import { createApiKeyRegistry, DuplicateSecretError } from './auth/api-keys.js'
 import { type KeyFileEntry, KeyFileError, readKeyFile } from './auth/key-file.js'
+import { LONGEST_KPI_WINDOW_DAYS } from './telemetry/lifecycle.js'
 
 export type AppEnv = 'dev' | 'qa' | 'prod'
 
@@ -24,6 +25,8 @@ export interface Config {
   /** Bytes of request bodies in flight at once, across requests (0: no cap); see src/http/body-budget.ts. */
   bodyBytesInFlightMax: number
   idempotencyTtlHours: number
+  /** Days docs-search events are kept (TELEMETRY_RETENTION_DAYS); at least the longest KPI window. */
+  telemetryRetentionDays: number
   logLevel: string
   corsOrigins: string[]
   dataDir: string
@@ -102,6 +105,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (bodyBytesInFlightMax !== 0 && bodyBytesInFlightMax < bodyLimitBytes) {
     throw new ConfigError(`BODY_BYTES_IN_FLIGHT_MAX must be 0 or at least BODY_LIMIT_BYTES (${bodyLimitBytes}), got "${env.BODY_BYTES_IN_FLIGHT_MAX}"`)
   }
+  const telemetryRetentionDays = integer(env, 'TELEMETRY_RETENTION_DAYS', 30, 1, 36_500)
+  if (telemetryRetentionDays < LONGEST_KPI_WINDOW_DAYS) {
+    throw new ConfigError(`TELEMETRY_RETENTION_DAYS must be at least ${LONGEST_KPI_WINDOW_DAYS} (the longest KPI window), got "${env.TELEMETRY_RETENTION_DAYS}"`)
+  }
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: env.HOST || '127.0.0.1',
@@ -118,6 +125,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Thirty-two bodies of the largest size at once: a trickling flood pins no more than this.
     bodyBytesInFlightMax,
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 8760),
+    telemetryRetentionDays,
     logLevel,
     corsOrigins: list(env.CORS_ORIGINS),
     dataDir: env.PGLITE_DATA_DIR || '.data/pglite',

@@ -106,6 +106,7 @@ try {
   await check('ingestDocsSearchEvent', 'POST', '/api/v1/telemetry/docs-search', { event: 'search_query', emitted_at_ms: Date.now(), query_id: 'q', results_count: 0 }, 202)
   await check('ingestDocsSearchEventBatch', 'POST', '/api/v1/telemetry/docs-search/batch', { events: [{ event: 'search_result_click', emitted_at_ms: Date.now(), query_id: 'q', time_to_success_ms: 900 }] }, 202)
   await check('getDocsSearchTelemetryMetrics', 'GET', '/api/v1/telemetry/docs-search/metrics?window_minutes=5', undefined, 200)
+  await check('eraseDocsSearchSession', 'DELETE', '/api/v1/telemetry/docs-search/sessions/walk-session', undefined, 200)
   console.log(`\n${checks} checks through Prism, ${failures} violations`)
 } finally {
   prism.kill('SIGTERM')

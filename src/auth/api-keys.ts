@@ -54,7 +54,7 @@ export function createApiKeyRegistry(legacySecrets: readonly string[], entries: 
     if (!identity) {
       identity = Object.freeze({
         id: entry.id,
-        scopes: entry.scopes && new Set(entry.scopes),
+        scopes: new Set(entry.scopes),
         systems: entry.systems && new Set(entry.systems),
         rateLimit: entry.rateLimit,
       })

@@ -13,8 +13,8 @@ export interface RateLimitPolicy {
 export interface KeyFileEntry {
   id: string
   secretSha256: string
-  /** null: every scope */
-  scopes: string[] | null
+  /** the scopes granted; an entry without `scopes` has every scope but the explicit-only ones */
+  scopes: string[]
   /** null: every system; else lower-cased system_uuids */
   systems: string[] | null
   rateLimit: RateLimitPolicy | null
@@ -26,6 +26,13 @@ export class KeyFileError extends Error {}
 
 /** Every scope some operation of the contract requires. */
 export const KNOWN_SCOPES: ReadonlySet<string> = new Set(Object.values(operations).flatMap((op) => op.scopes as readonly string[]))
+
+/**
+ * Scopes an entry holds only when its `scopes` name them: erasing a visitor's telemetry is not
+ * something a key written before the scope existed (no `scopes`: "everything") should gain.
+ */
+export const EXPLICIT_ONLY_SCOPES: ReadonlySet<string> = new Set(['telemetry:erase'])
+const DEFAULT_SCOPES = [...KNOWN_SCOPES].filter((s) => !EXPLICIT_ONLY_SCOPES.has(s)).sort()
 
 const FIELDS = new Set(['id', 'secret_sha256', 'scopes', 'systems', 'rate_limit', 'expires_at'])
 const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
@@ -67,7 +74,7 @@ function parseEntry(raw: unknown, index: number): KeyFileEntry {
   }
   const scopes =
     e.scopes === undefined
-      ? null
+      ? DEFAULT_SCOPES
       : stringList(e.scopes, where, 'scopes', (s) => (KNOWN_SCOPES.has(s) ? null : `has unknown scope "${s.slice(0, 64)}" (known: ${[...KNOWN_SCOPES].join(', ')})`))
   const systems = e.systems === undefined ? null : stringList(e.systems, where, 'systems', (s) => (UUID.test(s) ? null : `has "${s.slice(0, 64)}", which is not a UUID`)).map((s) => s.toLowerCase())
   let rateLimit: RateLimitPolicy | null = null
@@ -87,7 +94,7 @@ function parseEntry(raw: unknown, index: number): KeyFileEntry {
   return {
     id: e.id,
     secretSha256: e.secret_sha256.toLowerCase(),
-    scopes: scopes && [...new Set(scopes)].sort(),
+    scopes: [...new Set(scopes)].sort(),
     systems: systems && [...new Set(systems)].sort(),
     rateLimit,
     expiresAt,

@@ -1,4 +1,5 @@
-// SQL for docs-search telemetry (table docs_search_events and its rollups): multi-row append and the KPI query.
+// SQL for docs-search telemetry (table docs_search_events and its rollups): multi-row append, the KPI
+// query and a session's erasure. Partitions and retention: telemetry-lifecycle.ts.
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
 import { jsonb } from '../library-types.js'
@@ -182,6 +183,15 @@ export function createTelemetryRepository(db: Db) {
     async append(events: DocsSearchEvent[]): Promise<number> {
       await db.unsafe(APPEND_SQL, [jsonb(db, events)], { prepare: true })
       return events.length
+    },
+
+    /**
+     * Deletes every raw event of one session; the number deleted (0 when none is left). Each
+     * partition answers from its session index; the rollups (no session, no text) stay.
+     */
+    async eraseSession(sessionId: string): Promise<number> {
+      const rows = await db`delete from docs_search_events where session_id = ${sessionId} and session_id <> ''`
+      return rows.count
     },
 
     /**

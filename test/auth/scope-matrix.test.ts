@@ -14,7 +14,7 @@ const allScopes = [...new Set(protectedOps.flatMap(([, op]) => op.scopes as read
 t.test('every protected operation names at least one scope, all of them known', async (t) => {
   t.ok(protectedOps.length >= 14, `${protectedOps.length} protected operations`)
   for (const [id, op] of protectedOps) t.ok(op.scopes.length > 0, `${id} names a scope`)
-  t.same(allScopes.sort(), ['study:read', 'study:write', 'telemetry:ingest', 'telemetry:read', 'users:read', 'users:write'])
+  t.same(allScopes.sort(), ['study:read', 'study:write', 'telemetry:erase', 'telemetry:ingest', 'telemetry:read', 'users:read', 'users:write'])
 })
 
 const keys: TestKey[] = [

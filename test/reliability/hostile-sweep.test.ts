@@ -201,11 +201,15 @@ const caseFor = (op: Operation): fc.Arbitrary<Case> => {
         request: request(op, { path: pathOf(op, { [p.name]: encode(s).replace(/^$/, '%20') }) }),
         expect: sure ? '4xx' : 'any',
       })),
-      fc.tuple(fc.constantFrom(...pathParams), fc.constantFrom('%', '%zz', '%E0%A4%A', '%ED%A0%80', '%C0%AF', 'x'.repeat(101), 'y'.repeat(5000))).map(([p, raw]) => ({
-        label: label(`badly encoded or long path ${p.name}=${raw.slice(0, 20)}`),
-        request: request(op, { path: pathOf(op, { [p.name]: raw }) }),
-        expect: '4xx',
-      })),
+      // 'long': one character more than the parameter's maxLength (100 when it declares none).
+      fc.tuple(fc.constantFrom(...pathParams), fc.constantFrom('%', '%zz', '%E0%A4%A', '%ED%A0%80', '%C0%AF', 'long', 'y'.repeat(5000))).map(([p, raw]) => {
+        const value = raw === 'long' ? 'x'.repeat((p.schema?.maxLength ?? 100) + 1) : raw
+        return {
+          label: label(`badly encoded or long path ${p.name}=${value.slice(0, 20)}`),
+          request: request(op, { path: pathOf(op, { [p.name]: value }) }),
+          expect: '4xx',
+        }
+      }),
     )
   }
   if (queryParams.length > 0) {

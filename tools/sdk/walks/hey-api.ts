@@ -49,5 +49,6 @@ export async function walk(baseUrl: string, apiKey: string, id: string, strict: 
   done('ingestDocsSearchEvent', await sdk.ingestDocsSearchEvent({ client, body: { event: 'search_query', emitted_at_ms: Date.now(), query_id: `q-${id}` } }))
   done('ingestDocsSearchEventBatch', await sdk.ingestDocsSearchEventBatch({ client, body: { events: [{ event: 'search_result_click', emitted_at_ms: Date.now(), query_id: `q-${id}` }] } }))
   done('getDocsSearchTelemetryMetrics', await sdk.getDocsSearchTelemetryMetrics({ client, query: { window_minutes: 60 } }))
+  done('eraseDocsSearchSession', await sdk.eraseDocsSearchSession({ client, path: { session_id: 'walk-session' } }))
   return r.calls
 }

@@ -50,5 +50,6 @@ export async function walk(baseUrl: string, apiKey: string, id: string, strict: 
   r.record('ingestDocsSearchEvent', (await client.POST('/api/v1/telemetry/docs-search', { body: { event: 'search_query', emitted_at_ms: Date.now(), query_id: `q-${id}` } })).response)
   r.record('ingestDocsSearchEventBatch', (await client.POST('/api/v1/telemetry/docs-search/batch', { body: { events: [{ event: 'search_result_click', emitted_at_ms: Date.now(), query_id: `q-${id}` }] } })).response)
   r.record('getDocsSearchTelemetryMetrics', (await client.GET('/api/v1/telemetry/docs-search/metrics', { params: { query: { window_minutes: 60 } } })).response)
+  r.record('eraseDocsSearchSession', (await client.DELETE('/api/v1/telemetry/docs-search/sessions/{session_id}', { params: { path: { session_id: 'walk-session' } } })).response)
   return r.calls
 }

@@ -50,5 +50,6 @@ export async function walk(_baseUrl: string, apiKey: string, id: string, strict:
   done('ingestDocsSearchEvent', await api.ingestDocsSearchEvent({ event: 'search_query', emitted_at_ms: Date.now(), query_id: `q-${id}` }, undefined, auth))
   done('ingestDocsSearchEventBatch', await api.ingestDocsSearchEventBatch({ events: [{ event: 'search_result_click', emitted_at_ms: Date.now(), query_id: `q-${id}` }] }, undefined, auth))
   done('getDocsSearchTelemetryMetrics', await api.getDocsSearchTelemetryMetrics({ window_minutes: 60 }, undefined, auth))
+  done('eraseDocsSearchSession', await api.eraseDocsSearchSession('walk-session', undefined, auth))
   return r.calls
 }

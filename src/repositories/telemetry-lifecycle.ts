@@ -1,0 +1,152 @@
+// SQL of the docs-search events' lifecycle: their daily partitions (created ahead, dropped by
+// retention), the rollup rows no KPI window can reach any more, and a session's erasure.
+// Partition DDL runs with a short lock_timeout: it needs a brief lock that ingest also takes,
+// and waiting in the lock queue would hold every insert behind it. The caller retries.
+// `sql` is one reserved connection (src/telemetry/lifecycle.ts holds the replicas' advisory lock on it).
+import type { Sql } from '../db/client.js'
+
+export const DAY_MS = 86_400_000
+const PARENT = 'docs_search_events'
+export const DEFAULT_PARTITION = 'docs_search_events_default'
+
+export interface Partition {
+  name: string
+  /** range [fromMs, toMs); null for MINVALUE / MAXVALUE; both null for the DEFAULT partition */
+  fromMs: number | null
+  toMs: number | null
+  isDefault: boolean
+  /** whether it has its session index (erasure) */
+  hasSessionIndex: boolean
+}
+
+/** The name of the daily partition that starts at `dayMs` (UTC). */
+export function partitionName(dayMs: number): string {
+  return `${PARENT}_${new Date(dayMs).toISOString().slice(0, 10).replaceAll('-', '')}`
+}
+
+const sessionIndex = (partition: string) => `${partition}_session`
+// Partition names come from partitionName() or the catalogue; checked before they go into DDL.
+const SAFE_NAME = /^docs_search_events_[a-z0-9_]{1,40}$/
+
+function ident(name: string): string {
+  if (!SAFE_NAME.test(name)) throw new Error(`not a docs_search_events partition name: ${name}`)
+  return `"${name}"`
+}
+
+const int = (n: number) => {
+  if (!Number.isSafeInteger(n)) throw new Error(`not an integer: ${n}`)
+  return String(n)
+}
+
+const BOUND = /FROM \((MINVALUE|'?(-?\d+)'?)\) TO \((MAXVALUE|'?(-?\d+)'?)\)/
+
+/** A lock that another session holds longer than lock_timeout (55P03). */
+export const isLockTimeout = (err: unknown) => (err as { code?: string }).code === '55P03'
+
+export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200) {
+  const lockTimeout = `${Math.max(1, Math.round(lockTimeoutMs))}ms`
+  return {
+    async partitions(): Promise<Partition[]> {
+      const rows = await sql<{ name: string; bound: string; has_session_index: boolean }[]>`
+        select c.relname as name, pg_get_expr(c.relpartbound, c.oid) as bound,
+               exists (select 1 from pg_index x join pg_class ic on ic.oid = x.indexrelid
+                       where x.indrelid = c.oid and ic.relname = c.relname || '_session' and x.indisvalid) as has_session_index
+        from pg_inherits i join pg_class c on c.oid = i.inhrelid
+        where i.inhparent = ${PARENT}::regclass`
+      return rows.map((r) => {
+        const m = BOUND.exec(r.bound)
+        return {
+          name: r.name,
+          fromMs: m?.[2] === undefined ? null : Number(m[2]),
+          toMs: m?.[4] === undefined ? null : Number(m[4]),
+          isDefault: r.bound === 'DEFAULT',
+          hasSessionIndex: r.has_session_index,
+        }
+      })
+    },
+
+    /**
+     * Creates the partition [fromMs, toMs) with its indexes and attaches it (a lock on the parent
+     * that inserts do not wait for). Events of that range already in the DEFAULT partition move
+     * into it first, in the same transaction; the rollups counted them already.
+     */
+    async createPartition(name: string, fromMs: number, toMs: number): Promise<void> {
+      const table = ident(name)
+      // One simple-protocol message: its statements run as one transaction (an implicit block).
+      await sql.unsafe(`
+        set local lock_timeout = '${lockTimeout}';
+        create table ${table} (like ${PARENT} including defaults including constraints);
+        create index ${ident(sessionIndex(name))} on ${table} (session_id) where session_id <> '';
+        with moved as (delete from ${DEFAULT_PARTITION} where emitted_at_ms >= ${int(fromMs)} and emitted_at_ms < ${int(toMs)} returning *)
+        insert into ${table} select * from moved;
+        alter table ${PARENT} attach partition ${table} for values from (${int(fromMs)}) to (${int(toMs)});`)
+    },
+
+    /** Adds the session index to a partition without one (the table of the previous release), without blocking writes. */
+    async addSessionIndex(name: string): Promise<void> {
+      // Outside any transaction (CONCURRENTLY), and longer than the pool's statement_timeout on a big table.
+      await sql.unsafe(`set statement_timeout = 0`)
+      try {
+        await sql.unsafe(`create index concurrently if not exists ${ident(sessionIndex(name))} on ${ident(name)} (session_id) where session_id <> ''`)
+      } finally {
+        await sql.unsafe(`reset statement_timeout`)
+      }
+    },
+
+    /** Number of events in a partition (counted before it is dropped; no lock that ingest waits for). */
+    async countRows(name: string): Promise<number> {
+      const [row] = await sql.unsafe<{ n: string }[]>(`select count(*) as n from ${ident(name)}`)
+      return Number(row!.n)
+    },
+
+    /** Drops a partition: a short exclusive lock on the parent, taken within lock_timeout or not at all. */
+    async dropPartition(name: string): Promise<void> {
+      await sql.unsafe(`set local lock_timeout = '${lockTimeout}'; drop table ${ident(name)};`)
+    },
+
+    /**
+     * Deletes the DEFAULT partition's events before `cutoffMs`, in batches. It holds only events
+     * outside the daily partitions (clocks far off), so these are few; the bulk of the events goes
+     * with its partition.
+     */
+    async deleteDefaultBefore(cutoffMs: number, batch = 10_000): Promise<number> {
+      let total = 0
+      for (;;) {
+        const rows = await sql.unsafe(
+          `delete from ${DEFAULT_PARTITION} where ctid = any (array(
+             select ctid from ${DEFAULT_PARTITION} where emitted_at_ms < $1 limit ${batch}))`,
+          [cutoffMs],
+        )
+        total += rows.count
+        if (rows.count < batch) return total
+      }
+    },
+
+    /**
+     * Deletes the rollup rows and KPI buckets that no window can reach: every window ends now and
+     * starts after `horizonMs` (now minus the longest window), and reads a query's row only if its
+     * last event is after the window's start, and a bucket only if its hour starts inside it.
+     * Batched, so that no statement holds many row locks that ingest might wait for.
+     */
+    async deleteUnreachableRollups(horizonMs: number, batch = 10_000): Promise<{ queries: number; buckets: number }> {
+      let queries = 0
+      for (;;) {
+        const rows = await sql`
+          delete from docs_search_queries where query_id = any (array(
+            select query_id from docs_search_queries where first_ms <= ${horizonMs} and last_ms <= ${horizonMs} limit ${batch}))`
+        queries += rows.count
+        if (rows.count < batch) break
+      }
+      const buckets = await sql`delete from docs_search_kpi_buckets where hour_ms <= ${horizonMs}`
+      return { queries, buckets: buckets.count }
+    },
+
+    /** The earliest emitted_at_ms stored, or null when there is none. */
+    async oldestEventMs(): Promise<number | null> {
+      const [row] = await sql<{ oldest: string | null }[]>`select min(emitted_at_ms) as oldest from docs_search_events`
+      return row!.oldest === null ? null : Number(row!.oldest)
+    },
+  }
+}
+
+export type TelemetryLifecycleRepository = ReturnType<typeof createTelemetryLifecycleRepository>

@@ -1,0 +1,137 @@
+// The docs-search events' lifecycle, run inside the service: daily partitions created ahead of
+// time, retention by dropping whole partitions, rollup rows no KPI window can reach deleted.
+// One replica at a time (a session advisory lock on a reserved connection; the others skip).
+import type { FastifyBaseLogger } from 'fastify'
+import type { Database } from '../plugins/app/database.js'
+import { createTelemetryLifecycleRepository, DAY_MS, isLockTimeout, type Partition, partitionName, type TelemetryLifecycleRepository } from '../repositories/telemetry-lifecycle.js'
+
+/** The longest KPI window (GET .../metrics?window_minutes=10080): retention may not be shorter. */
+export const LONGEST_KPI_WINDOW_DAYS = 7
+const LOCK_ID = 7_346_110_233 // arbitrary constant shared by every replica
+
+export interface LifecycleOptions {
+  retentionDays: number
+  /** Days after today (UTC) that have their partition before any event arrives (the run is hourly). */
+  aheadDays?: number
+  now: () => Date
+  log: FastifyBaseLogger
+  /** How long partition DDL waits for its lock before it gives way to ingest and retries. */
+  lockTimeoutMs?: number
+  /** Attempts of one DDL statement that keeps meeting lock_timeout; then the next run tries again. */
+  attempts?: number
+}
+
+export interface LifecycleFigures {
+  /** events dropped with their partitions (and the few deleted from the DEFAULT partition) */
+  rowsDropped: number
+  partitionsDropped: number
+  /** query rollup rows and KPI buckets deleted as unreachable */
+  rollupRowsDropped: number
+  /** epoch ms of the last completed run, or null */
+  lastRunMs: number | null
+  /** the earliest emitted_at_ms kept after the last run, or null when there are none */
+  oldestEventMs: number | null
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+export class TelemetryLifecycle {
+  readonly figures: LifecycleFigures = { rowsDropped: 0, partitionsDropped: 0, rollupRowsDropped: 0, lastRunMs: null, oldestEventMs: null }
+  #running: Promise<boolean> | null = null
+
+  constructor(
+    private readonly db: Database,
+    private readonly options: LifecycleOptions,
+  ) {}
+
+  /** One run; false when another replica holds the lock (or a run of this one is under way). */
+  run(): Promise<boolean> {
+    this.#running ??= this.#run().finally(() => (this.#running = null))
+    return this.#running
+  }
+
+  /** Waits for a run under way (on close). */
+  async settled(): Promise<void> {
+    await this.#running?.catch(() => {})
+  }
+
+  async #run(): Promise<boolean> {
+    // A session lock needs one connection for the whole run: postgres.js' own reserve().
+    const connection = await this.db.sql.reserve()
+    try {
+      const [row] = await connection<{ locked: boolean }[]>`select pg_try_advisory_lock(${LOCK_ID}) as locked`
+      if (!row!.locked) return false
+      try {
+        await this.#maintain(createTelemetryLifecycleRepository(connection, this.options.lockTimeoutMs ?? 200))
+      } finally {
+        await connection`select pg_advisory_unlock(${LOCK_ID})`
+      }
+      return true
+    } finally {
+      connection.release()
+    }
+  }
+
+  async #maintain(repo: TelemetryLifecycleRepository): Promise<void> {
+    const { retentionDays, aheadDays = 2, log } = this.options
+    const now = this.options.now().getTime()
+    const cutoff = now - retentionDays * DAY_MS
+    const partitions = await repo.partitions()
+    const ranged = partitions.filter((p) => !p.isDefault)
+
+    // Yesterday (late batches), today and `aheadDays` after it. Older days get no new partition:
+    // an event that late goes to the DEFAULT partition (a partition costs ~0.1 s to create, and
+    // a new database would otherwise start with one per kept day).
+    const today = Math.floor(now / DAY_MS) * DAY_MS
+    for (let day = Math.max(today - DAY_MS, Math.floor(cutoff / DAY_MS) * DAY_MS); day <= today + aheadDays * DAY_MS; day += DAY_MS) {
+      if (ranged.some((p) => overlaps(p, day, day + DAY_MS))) continue
+      const name = partitionName(day)
+      await this.#withRetry(`create partition ${name}`, () => repo.createPartition(name, day, day + DAY_MS))
+    }
+
+    // The table of the previous release, attached as a partition, gets its session index here
+    // (CONCURRENTLY: ingest goes on), not in the migration.
+    for (const p of ranged.filter((p) => !p.hasSessionIndex)) {
+      await repo.addSessionIndex(p.name).catch((err) => log.warn({ err, partition: p.name }, 'telemetry: session index not built'))
+    }
+
+    // Retention: whole partitions whose every event is older than the limit.
+    for (const p of ranged.filter((p) => p.toMs !== null && p.toMs <= cutoff)) {
+      const rows = await repo.countRows(p.name)
+      const started = performance.now()
+      const dropped = await this.#withRetry(`drop partition ${p.name}`, () => repo.dropPartition(p.name))
+      if (!dropped) continue
+      this.figures.rowsDropped += rows
+      this.figures.partitionsDropped++
+      log.info({ partition: p.name, rows, ms: Math.round(performance.now() - started) }, 'telemetry: partition dropped by retention')
+    }
+    this.figures.rowsDropped += await repo.deleteDefaultBefore(cutoff)
+
+    const { queries, buckets } = await repo.deleteUnreachableRollups(now - LONGEST_KPI_WINDOW_DAYS * DAY_MS)
+    this.figures.rollupRowsDropped += queries + buckets
+    this.figures.oldestEventMs = await repo.oldestEventMs()
+    this.figures.lastRunMs = Date.now()
+  }
+
+  /** Retries a statement that gave way to ingest (lock_timeout); false if it never got its lock. */
+  async #withRetry(what: string, action: () => Promise<void>): Promise<boolean> {
+    const attempts = this.options.attempts ?? 50
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await action()
+        return true
+      } catch (err) {
+        if (!isLockTimeout(err)) throw err
+        if (attempt >= attempts) {
+          this.options.log.warn({ attempts }, `telemetry: ${what} gave way to ingest every time; the next run tries again`)
+          return false
+        }
+        await sleep(20 + Math.random() * 80)
+      }
+    }
+  }
+}
+
+function overlaps(p: Partition, fromMs: number, toMs: number): boolean {
+  return (p.fromMs === null || p.fromMs < toMs) && (p.toMs === null || p.toMs > fromMs)
+}

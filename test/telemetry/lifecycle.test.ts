@@ -1,0 +1,186 @@
+// The events' lifecycle: daily partitions created ahead, the DEFAULT partition for times outside
+// them, retention by dropping partitions (KPIs over the kept window unchanged, ingest answered
+// while a drop waits), and the figures in /metrics.
+import t from 'tap'
+import postgres from 'postgres'
+import { buildTestApp } from '../helpers/app.js'
+import { manualClock } from '../helpers/fixtures.js'
+import { REFERENCE_KPIS } from '../helpers/reference-kpis.js'
+import { ConfigError, loadConfig } from '../../src/config.js'
+import { partitionName } from '../../src/repositories/telemetry-lifecycle.js'
+
+const DAY = 86_400_000
+const HOUR = 3_600_000
+const START = '2026-11-22T12:17:31.250Z'
+const clock = manualClock(START)
+const api = await buildTestApp(t, { TELEMETRY_RETENTION_DAYS: '8' }, { now: clock.now })
+const { sql } = api.db
+const NOW = Date.parse(START)
+const today = Math.floor(NOW / DAY) * DAY
+
+const ingest = async (events: object[]) => {
+  const res = await api.request({ method: 'POST', url: '/api/v1/telemetry/docs-search/batch', payload: { events } })
+  if (res.statusCode !== 202) throw new Error(`ingest answered ${res.statusCode}`)
+}
+const partitionOf = async (queryId: string) =>
+  (await sql`select tableoid::regclass::text as p from docs_search_events where query_id = ${queryId}`).map((r) => r.p as string)
+const partitions = async () =>
+  (await sql`select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'docs_search_events'::regclass order by 1`).map(
+    (r) => r.relname as string,
+  )
+const kpis = async (windowMinutes: number) => (await api.get(`/api/v1/telemetry/docs-search/metrics?window_minutes=${windowMinutes}`)).json()
+
+/** Runs the lifecycle as the hourly timer would have, one day after the other up to `to`. */
+const liveDays = async (from: number, to: number) => {
+  for (let at = from; at <= to; at += DAY) {
+    clock.set(new Date(at).toISOString())
+    await api.app.telemetryLifecycle.run()
+  }
+  clock.set(new Date(to).toISOString())
+}
+
+t.test('at start the service has created the partitions of yesterday, today and two days ahead', async (t) => {
+  const names = await partitions()
+  for (let d = -1; d <= 2; d++) t.ok(names.includes(partitionName(today + d * DAY)), `day ${d}`)
+  t.notOk(names.includes(partitionName(today + 3 * DAY)), 'not further ahead')
+  t.notOk(names.includes(partitionName(today - 2 * DAY)), 'nor further back')
+  t.ok(names.includes('docs_search_events_default'))
+  const [session] = await sql`select count(*)::int as n from pg_indexes where indexname = ${`${partitionName(today)}_session`}`
+  t.equal(session!.n, 1, 'each partition has its session index')
+})
+
+t.test('an event far in the past or the future is kept in the DEFAULT partition and counted', async (t) => {
+  const future = NOW + 400 * DAY
+  await ingest([
+    { event: 'search_query', emitted_at_ms: 1, query_id: 'past' },
+    { event: 'search_query', emitted_at_ms: future, query_id: 'future', results_count: 0 },
+    { event: 'search_query', emitted_at_ms: NOW - 5 * 60_000, query_id: 'now' },
+  ])
+  t.same(await partitionOf('past'), ['docs_search_events_default'])
+  t.same(await partitionOf('future'), ['docs_search_events_default'])
+  t.same(await partitionOf('now'), [partitionName(today)])
+
+  // When its day comes, the partition created for it takes the event out of the DEFAULT one, and
+  // the KPIs count it.
+  clock.set(new Date(future + 60_000).toISOString())
+  t.ok(await api.app.telemetryLifecycle.run())
+  t.same(await partitionOf('future'), [partitionName(Math.floor(future / DAY) * DAY)])
+  t.match(await kpis(60), { total_queries: 1, zero_result_queries: 1 })
+  // Back to the start: the partitions of the kept days again (the far day's stays).
+  clock.set(START)
+  await api.app.telemetryLifecycle.run()
+  await sql`truncate docs_search_events, docs_search_queries`
+})
+
+t.test('retention drops the days older than the limit and no KPI over the kept window changes', async (t) => {
+  // The partitions of the last 12 days, as a service that ran all along would have made them.
+  await liveDays(NOW - 12 * DAY, NOW)
+  // 12 days of events, with queries whose events span a day boundary and the edges of the
+  // windows, sessions and events without a query id.
+  const events: object[] = []
+  for (let h = 0; h < 12 * 24; h += 1) {
+    const at = NOW - h * HOUR - 7 * 60_000
+    const q = `q${h}`
+    events.push({ event: 'search_query', emitted_at_ms: at, query_id: q, results_count: h % 3, session_id: `s${h % 5}` })
+    events.push({ event: 'search_result_click', emitted_at_ms: at + 50 * 60_000, query_id: q, time_to_success_ms: 250 * (h % 40) + 1 })
+    if (h % 4 === 0) events.push({ event: 'search_query', emitted_at_ms: at + 10 * 60_000, query_id: '', results_count: 0 })
+  }
+  for (let i = 0; i < events.length; i += 500) await ingest(events.slice(i, i + 500))
+  const windows = [1, 60, 61, 1440, 10080]
+  const before = await Promise.all(windows.map(kpis))
+
+  // A day later the cut-off (8 days) has moved past more whole days.
+  clock.set(new Date(NOW + DAY).toISOString())
+  const after = NOW + DAY
+  const beforeAfterClock = await Promise.all(windows.map(kpis))
+  const cutoff = after - 8 * DAY
+  const keptFrom = Math.floor(cutoff / DAY) * DAY
+  const [{ older, kept }] = (await sql`select count(*) filter (where emitted_at_ms < ${keptFrom})::int as older,
+                                             count(*) filter (where emitted_at_ms >= ${keptFrom})::int as kept
+                                      from docs_search_events`) as never as [{ older: number; kept: number }]
+  t.ok(older > 0 && kept > 0)
+  const [placed] = await sql`select (select count(*) from docs_search_events_default)::int as in_default,
+                                     (select count(*) from docs_search_events where emitted_at_ms < ${today - 8 * DAY})::int as before_partitions`
+  t.equal(placed!.in_default, placed!.before_partitions, 'events before the oldest partition are in the DEFAULT one, the rest in daily partitions')
+  const figures = { ...api.app.telemetryLifecycle.figures }
+
+  t.ok(await api.app.telemetryLifecycle.run())
+  const [left] = await sql`select count(*) filter (where emitted_at_ms < ${keptFrom})::int as older,
+                                  count(*) filter (where emitted_at_ms >= ${keptFrom})::int as kept,
+                                  min(emitted_at_ms)::bigint as oldest from docs_search_events`
+  t.equal(left!.older, 0, 'every event of a day wholly older than the limit is gone')
+  t.equal(left!.kept, kept, 'every event of a later day is kept')
+  t.notOk((await partitions()).includes(partitionName(keptFrom - DAY)), 'by dropping its partition')
+  t.ok((await partitions()).includes(partitionName(keptFrom)))
+  t.equal(api.app.telemetryLifecycle.figures.rowsDropped - figures.rowsDropped, older, 'rows dropped counted')
+  t.ok(api.app.telemetryLifecycle.figures.partitionsDropped > figures.partitionsDropped)
+  t.equal(api.app.telemetryLifecycle.figures.oldestEventMs, Number(left!.oldest), `oldest kept ${left!.oldest}`)
+
+  const horizon = after - 7 * DAY
+  const [unreachable] = await sql`select (select count(*) from docs_search_queries where last_ms <= ${horizon})::int as queries,
+                                         (select count(*) from docs_search_kpi_buckets where hour_ms <= ${horizon})::int as buckets`
+  t.same(unreachable, { queries: 0, buckets: 0 }, 'rollup rows and buckets no window reaches are gone')
+
+  const afterRetention = await Promise.all(windows.map(kpis))
+  t.same(afterRetention, beforeAfterClock, 'every window answers as before the drop')
+  for (const [i, w] of windows.entries()) {
+    const [expected] = await sql.unsafe(REFERENCE_KPIS, [after - w * 60_000, after])
+    const { zero_result_rate, query_ctr, window_minutes, ...counts } = afterRetention[i]
+    t.same(counts, expected, `window ${w} min: as the definitions over the kept events`)
+  }
+  t.not(before[4].total_queries, 0)
+  clock.set(START)
+})
+
+t.test('ingest during a drop that waits for its lock is answered at once', async (t) => {
+  // A partition that retention will drop, and a reader that holds it (a long KPI query, say).
+  const oldDay = Math.floor((NOW - 8 * DAY) / DAY) * DAY
+  await liveDays(oldDay, NOW)
+  await ingest([{ event: 'search_query', emitted_at_ms: oldDay + HOUR, query_id: 'to-drop' }])
+  t.same(await partitionOf('to-drop'), [partitionName(oldDay)])
+  const reader = postgres(api.db.url, { max: 1, onnotice: () => {} })
+  t.teardown(() => reader.end())
+  let release!: () => void
+  let locked!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  const reading = new Promise<void>((resolve) => (locked = resolve))
+  const holding = reader.begin(async (tx) => {
+    await tx`select count(*) from docs_search_events`
+    locked()
+    await held
+  })
+  await reading
+  clock.set(new Date(NOW + DAY).toISOString())
+  const run = api.app.telemetryLifecycle.run()
+  await new Promise((r) => setTimeout(r, 300)) // the drop is retrying by now
+  const started = performance.now()
+  await ingest([{ event: 'search_query', emitted_at_ms: NOW + DAY - 1000, query_id: 'during-drop' }])
+  const ms = performance.now() - started
+  t.ok(ms < 1000, `a batch during the drop answered in ${ms.toFixed(0)} ms`)
+  t.same(await partitionOf('to-drop'), [partitionName(oldDay)], 'the drop has not happened yet')
+  release()
+  await holding
+  t.ok(await run)
+  t.same(await partitionOf('to-drop'), [], 'the drop happened once the reader was done')
+  t.same(await partitionOf('during-drop'), [partitionName(today + DAY)])
+  clock.set(START)
+})
+
+t.test('/metrics shows the retention figures', async (t) => {
+  const text = (await api.app.inject({ method: 'GET', url: '/metrics' })).body
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1])
+  const f = api.app.telemetryLifecycle.figures
+  t.equal(value('docs_search_retention_rows_dropped'), f.rowsDropped)
+  t.ok(f.rowsDropped > 0)
+  t.equal(value('docs_search_retention_partitions_dropped'), f.partitionsDropped)
+  t.ok(value('docs_search_retention_rollup_rows_dropped') > 0)
+  t.ok(Math.abs(value('docs_search_retention_last_run_timestamp_seconds') - Date.now() / 1000) < 60)
+  t.equal(value('docs_search_oldest_event_kept_timestamp_seconds'), f.oldestEventMs! / 1000)
+})
+
+t.test('TELEMETRY_RETENTION_DAYS below the longest KPI window stops the start with one line', async (t) => {
+  t.throws(() => loadConfig({ TELEMETRY_RETENTION_DAYS: '6' }), new ConfigError('TELEMETRY_RETENTION_DAYS must be at least 7 (the longest KPI window), got "6"'))
+  t.throws(() => loadConfig({ TELEMETRY_RETENTION_DAYS: 'x' }), /TELEMETRY_RETENTION_DAYS must be an integer/)
+  t.equal(loadConfig({}).telemetryRetentionDays, 30)
+  t.equal(loadConfig({ TELEMETRY_RETENTION_DAYS: '7' }).telemetryRetentionDays, 7)
+})
