@@ -105,3 +105,15 @@ t.test('the erasure is logged with the key id, not the session id', async (t) =>
   t.match(line, { key_id: /^key-[0-9a-f]{12}$/, erased_events: 0 })
   t.notMatch(JSON.stringify(lines), /private-visitor/, 'the session id is in no log line')
 })
+
+t.test('an erasure sent with a JSON Content-Type and no body (as curl and most clients send it) is answered', async (t) => {
+  await api.request({ method: 'POST', url: '/api/v1/telemetry/docs-search/batch', payload: { events: events('with-header', 4) } })
+  const res = await api.request({
+    method: 'DELETE',
+    url: '/api/v1/telemetry/docs-search/sessions/with-header',
+    headers: { 'content-type': 'application/json' },
+  })
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), { session_id: 'with-header', erased_events: 4 })
+  t.equal(await countOf('with-header'), 0)
+})
