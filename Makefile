@@ -52,7 +52,7 @@ lint: node_modules
 key: node_modules
 	@npx tsx tools/make-key.ts
 
-## The contract against the last released one (spec/released/): breaking changes need a new major version.
+## The contract against the highest released one (spec/released/): an edit needs a version move, a breaking one a new major; docs/compatibility.md.
 api-compat: node_modules
 	./tools/api-compat.sh
 
