@@ -48,7 +48,7 @@ t.test('users: create, put and patch', async (t) => {
 
 t.test('conspectuses: create, patch and review', async (t) => {
   // A marker string replaced in the JSON text by a raw escape that JSON.stringify would not write.
-  const body = (extra: Record<string, unknown>, escape: string) => JSON.stringify(conspectusBody(owner, extra)).replace('"MARK"', escape)
+  const body = (extra: Record<string, unknown>, rawText: string) => JSON.stringify(conspectusBody(owner, extra)).replace('"MARK"', rawText)
   const cue = body({ cue_sheet: { topic: 't', rows: [{ keywords: 'k', question: 'q', hint: 'MARK' }] } }, '"\\u0000"')
   await refused(t, await raw('POST', '/api/v1/conspectuses', cue), 'CONS_007', ['body', 'cue_sheet', 'rows', 0, 'hint'], 'cue_sheet')
   const bullets = body({ bullets: ['ok', 'MARK'] }, '"\\udfff"')
