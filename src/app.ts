@@ -23,6 +23,7 @@ import bodyBudgetPlugin from './plugins/body-budget.js'
 import earlyClosePlugin from './plugins/early-close.js'
 import requestPipelinePlugin from './plugins/request-pipeline.js'
 import routesPlugin from './plugins/routes.js'
+import contractStatesPlugin from './plugins/contract-states.js'
 
 export interface AppOptions {
   config: Config
@@ -89,5 +90,6 @@ export async function buildApp({ config, sql, logger, now }: AppOptions): Promis
   await app.register(requestPipelinePlugin)
   await app.register(docsPlugin)
   await app.register(routesPlugin, { now })
+  await app.register(contractStatesPlugin)
   return app
 }
