@@ -52,7 +52,7 @@ lint: node_modules
 key: node_modules
 	@npx tsx tools/make-key.ts
 
-## The contract against the last released one (spec/released/): breaking changes need a new major version.
+## The contract against the highest released one (spec/released/): an edit needs a version move, a breaking one a new major; docs/compatibility.md.
 api-compat: node_modules
 	./tools/api-compat.sh
 
@@ -60,7 +60,7 @@ api-compat: node_modules
 smoke-node24: build
 	./tools/smoke-node24.sh
 
-## Clients generated from the served /openapi.json by openapi-typescript + openapi-fetch, @hey-api/openapi-ts and orval: tsc --strict, a walk through every operation on the service, and on a Prism mock.
+## Clients generated from the served /openapi.json by openapi-typescript + openapi-fetch, @hey-api/openapi-ts and orval: tsc --strict, a walk through every operation on the service, and on a Prism mock; the docs/integrators.md commands as written; a 1.1.1 client's own walk.
 sdk-check: node_modules tools/sdk/node_modules/.package-lock.json
 	npx tsx tools/sdk-check.ts
 

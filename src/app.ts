@@ -24,6 +24,7 @@ import bodyBudgetPlugin from './plugins/app/body-budget.js'
 import earlyClosePlugin from './plugins/app/early-close.js'
 import requestPipelinePlugin from './plugins/app/request-pipeline.js'
 import routesPlugin from './plugins/external/routes.js'
+import contractStatesPlugin from './plugins/app/contract-states.js'
 import { createIdempotency } from './idempotency/index.js'
 import { createServiceHandlers } from '../handlers/index.js'
 import type { Tracing } from './tracing/index.js'
@@ -108,6 +109,7 @@ export async function buildApp({ config, sql, logger, now, tracing }: AppOptions
     now: now ?? (() => new Date()),
   })
   await app.register(routesPlugin, { serviceHandlers })
+  await app.register(contractStatesPlugin)
   return app
 }
 

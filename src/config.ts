@@ -32,6 +32,8 @@ export interface Config {
   dataDir: string
   /** A request's headers and body must arrive within this time, else 408 (REQUEST_TIMEOUT_MS). */
   requestTimeoutMs: number
+  /** CONTRACT_STATES=1: the Pact provider-state route for contract tests (dev or qa only). */
+  contractStates: boolean
   /** Load shedding thresholds (0 turns a check off); see src/plugins/external/load-shedding.ts. */
   loadShed: {
     maxEventLoopDelayMs: number
@@ -88,6 +90,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (apiKeys.length === 0 && apiKeyEntries.length === 0 && appEnv !== 'dev') {
     throw new ConfigError(`API_KEYS is required when APP_ENV=${appEnv} (comma-separated keys), or API_KEYS_FILE (a JSON file of key entries)`)
   }
+  // The provider-state route writes data with a full-access key: never in production.
+  const contractStates = env.CONTRACT_STATES === '1'
+  if (env.CONTRACT_STATES && !['0', '1'].includes(env.CONTRACT_STATES)) throw new ConfigError(`CONTRACT_STATES must be 0 or 1, got "${env.CONTRACT_STATES}"`)
+  if (contractStates && appEnv === 'prod') throw new ConfigError('CONTRACT_STATES=1 is for contract tests only and refused with APP_ENV=prod')
+  if (contractStates && apiKeys.length === 0 && appEnv !== 'dev') throw new ConfigError('CONTRACT_STATES=1 needs a full-access key in API_KEYS')
   const logLevel = env.LOG_LEVEL || 'info'
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`)
@@ -130,6 +137,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     corsOrigins: list(env.CORS_ORIGINS),
     dataDir: env.PGLITE_DATA_DIR || '.data/pglite',
     requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
+    contractStates,
     loadShed: {
       // A saturated process with bounded concurrency (many clients posting large batches) holds
       // its loop a few hundred ms late at full throughput: that is a queue, not a collapse.

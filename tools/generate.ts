@@ -65,9 +65,10 @@ for (const [route, item] of Object.entries<any>(spec.paths)) {
     for (const scheme of security.flatMap((req: Record<string, string[]>) => Object.keys(req))) {
       if (!spec.components.securitySchemes?.[scheme]) throw new Error(`operation ${op.operationId} names an undeclared security scheme ${scheme}`)
     }
-    const scopes = [...new Set(security.flatMap((req: Record<string, string[]>) => req.ApiKeyAuth ?? []))]
+    // Scopes sit in `x-required-scopes` (the 1.x security requirement stays `ApiKeyAuth: []`).
+    const scopes = [...new Set<string>([...security.flatMap((req: Record<string, string[]>) => req.ApiKeyAuth ?? []), ...(op['x-required-scopes'] ?? [])])]
     if (!isPublic && scopes.length === 0) {
-      throw new Error(`operation ${op.operationId} is protected but its security requirement names no scope`)
+      throw new Error(`operation ${op.operationId} is protected but names no scope (x-required-scopes)`)
     }
     const bodyProps = bodyRef ? Object.keys(spec.components.schemas[refName(bodyRef)]?.properties ?? {}) : []
     operations[op.operationId] = {

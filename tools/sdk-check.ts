@@ -3,9 +3,12 @@
 // @hey-api/openapi-ts and orval (`headers: true`); compile each walk with `tsc --strict`; run
 // each walk through every operation against the service. Then a Prism mock of the same document
 // answers a walk without `sl-violations`. The generators live in tools/sdk (own lock file).
+// Also: the commands of docs/integrators.md run as written (npx, pinned) and their clients
+// compile under --strict; a client generated from spec/released/openapi-1.1.1.yaml passes its
+// own walk against this service.
 import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -72,7 +75,10 @@ try {
   run('@hey-api/openapi-ts', bin('openapi-ts'), ['-i', specFile, '-o', path.join(out, 'hey-api'), '-c', '@hey-api/client-fetch'])
   run('orval (headers: true)', bin('orval'), ['--config', 'orval.config.cjs'], { SDK_SPEC: specFile, SDK_BASE_URL: base })
 
-  const walks = ['openapi-fetch', 'hey-api', 'orval']
+  // The 1.1.1 client: types from the released 1.1.1 document, its own walk.
+  run('openapi-typescript from spec/released/openapi-1.1.1.yaml', bin('openapi-typescript'), [path.join(projectRoot, 'spec/released/openapi-1.1.1.yaml'), '-o', path.join(out, 'v1.1.1/api.ts')])
+
+  const walks = ['openapi-fetch', 'hey-api', 'orval', 'client-1.1.1']
   for (const walk of walks) {
     const tscArgs = ['--strict', '--noEmit', '--skipLibCheck', '--target', 'es2022', '--module', 'esnext', '--moduleResolution', 'bundler', '--lib', 'es2022,dom', '--types', 'node']
     run(`tsc --strict: ${walk} walk and its generated client`, bin('tsc'), [...tscArgs, path.join(sdkDir, `walks/${walk}.ts`)])
@@ -80,6 +86,30 @@ try {
   for (const walk of walks) {
     const { walk: go } = await import(pathToFileURL(path.join(sdkDir, `walks/${walk}.ts`)).href)
     checkWalk(`${walk} walk against the service`, await go(base, 'sdk', `${walk}-${Date.now()}`, true), operationIds)
+  }
+
+  // docs/integrators.md: its marked shell block, run as written against this service.
+  const doc = readFileSync(path.join(projectRoot, 'docs/integrators.md'), 'utf8')
+  const block = /<!-- sdk-check[^>]*-->\s*```shell\n([\s\S]*?)```/.exec(doc)?.[1]
+  if (!block) throw new Error('docs/integrators.md has no sdk-check shell block')
+  const docDir = path.join(out, 'integrators')
+  mkdirSync(path.join(docDir, 'examples/client'), { recursive: true })
+  copyFileSync(path.join(projectRoot, 'examples/client/orval.config.ts'), path.join(docDir, 'examples/client/orval.config.ts'))
+  writeFileSync(path.join(docDir, 'commands.sh'), `set -euo pipefail\ncd '${docDir}'\n${block.replaceAll('http://localhost:3000', base)}`)
+  // Asynchronous: the commands fetch /openapi.json from this very process.
+  const started = Date.now()
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn('bash', [path.join(docDir, 'commands.sh')], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let log = ''
+    child.stdout!.on('data', (d) => (log += d))
+    child.stderr!.on('data', (d) => (log += d))
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`docs/integrators.md commands failed:\n${log}`))))
+  })
+  console.log(`ok   docs/integrators.md commands, as written (${((Date.now() - started) / 1000).toFixed(1)} s)`)
+  const client = path.join(docDir, 'examples/client')
+  const strictArgs = ['--strict', '--noEmit', '--skipLibCheck', '--target', 'es2022', '--module', 'esnext', '--moduleResolution', 'bundler', '--lib', 'es2022,dom', '--types', 'node']
+  for (const generated of ['api.ts', 'hey-api/index.ts', 'orval/client.ts']) {
+    run(`tsc --strict: ${generated} from the docs/integrators.md commands`, bin('tsc'), [...strictArgs, path.join(client, generated)])
   }
 
   // Prism does not know the spec's own `iana-time-zone` format (our Ajv enforces it).

@@ -69,8 +69,21 @@ function asList(v: string | string[] | undefined): string[] | undefined {
   return v === undefined ? undefined : Array.isArray(v) ? v : [v]
 }
 
+const ENVELOPES = new Set(['#/components/schemas/ErrorEnvelope', '#/components/schemas/ValidationErrorResponse'])
+
+/** Whether the operation answers `status` with an error envelope: shared responses all do; an
+ * inline one may declare another body (GET /ready's 503 is a ReadyResponse), and then no
+ * catalogue code applies to it. */
+function answersEnvelope(op: OperationRef, status: string): boolean {
+  const response = op.operation.responses?.[status]
+  if (response === undefined) return false
+  if (response.$ref) return true
+  const schema = response.content?.['application/json']?.schema
+  return schema === undefined || ENVELOPES.has(schema.$ref)
+}
+
 export function entryApplies(entry: CatalogueEntry, op: OperationRef): boolean {
-  if (!(String(entry.status) in (op.operation.responses ?? {}))) return false
+  if (!answersEnvelope(op, String(entry.status))) return false
   const named = asList(entry.operations)
   if (named) return named.some((n) => n === op.operationId || OPERATION_GROUPS[n]?.(op) === true)
   const groups = asList(entry.group)

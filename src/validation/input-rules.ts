@@ -19,3 +19,7 @@ export function unacceptableNumber(value: number): string | null {
   if (Number.isInteger(value) && !Number.isSafeInteger(value)) return 'is an integer outside ±(2^53−1)'
   return null
 }
+
+/** The schemaPath of a 422 item found by these rules at parse time (src/plugins/json-body.ts):
+ * it takes the code of the field that holds the value (src/validation/validation-errors.ts). */
+export const INPUT_RULE_SCHEMA_PATH = '#/input-rules'

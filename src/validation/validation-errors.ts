@@ -2,6 +2,7 @@
 // code chosen from the error catalogue by the operation's validation group.
 import type { ErrorObject } from 'ajv'
 import { catalogueEntry, validationEntries, type CatalogueEntry } from '../errors.js'
+import { INPUT_RULE_SCHEMA_PATH } from './input-rules.js'
 
 export type RequestPart = 'body' | 'params' | 'querystring' | 'headers'
 
@@ -36,6 +37,10 @@ function pick(group: string, field: string | null, keyword: string): CatalogueEn
     catchAll.find((e) => on(e, keyword)) ??
     catchAll.find((e) => on(e, '*'))
   )
+}
+
+function hasFieldEntry(group: string, field: string): boolean {
+  return validationEntries(group).some((e) => 'field' in e && e.field === field)
 }
 
 /** A 422 lists at most this many items: the first failures in document order. */
@@ -100,7 +105,11 @@ export function toValidationItems(part: RequestPart, errors: ErrorObject[], grou
     if (seen.has(locKey)) continue
     seen.add(locKey)
 
-    const field = ([...loc].reverse().find((s) => typeof s === 'string') as string | undefined) ?? null
+    const names = [...loc].reverse().filter((s): s is string => typeof s === 'string')
+    // A value refused at parse time inside a free-form field (`payload.n`) takes the code of the
+    // nearest enclosing field the group names; schema errors keep the innermost name.
+    const inputRule = e.schemaPath === INPUT_RULE_SCHEMA_PATH && part === 'body' && group
+    const field = (inputRule ? names.find((n) => hasFieldEntry(group, n)) : undefined) ?? names[0] ?? null
     const input =
       e.keyword === 'required' ? null : extra !== undefined ? (e.data as Record<string, unknown>)?.[extra] : e.data
     const entry = part === 'body' && group ? pick(group, field, loc.length === 0 ? '$root' : e.keyword) : undefined

@@ -9,24 +9,28 @@ import { parse, stringify } from 'yaml'
 import { projectRoot, specPath } from '../../src/paths.js'
 
 // Asynchronous, so that the subtests' diffs run side by side (each takes seconds).
-function gate(revision?: string, base?: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function gate(revision?: string, releasedDir?: string): Promise<{ status: number | null; out: string }> {
   return new Promise((resolve) => {
-    const env = base ? { ...process.env, API_COMPAT_BASE: base } : process.env
+    const env: NodeJS.ProcessEnv = { ...process.env, API_COMPAT_REQUIRE_RELEASED: '0' }
+    if (releasedDir) env.API_COMPAT_RELEASED_DIR = releasedDir
     const child = spawn(path.join(projectRoot, 'tools/api-compat.sh'), revision ? [revision] : [], { cwd: projectRoot, env })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => (stdout += d))
-    child.stderr.on('data', (d) => (stderr += d))
-    child.on('exit', (status) => resolve({ status, stdout, stderr }))
+    let out = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (out += d))
+    child.on('exit', (status) => resolve({ status, out }))
   })
 }
 
-function revision(t: Test, change: (spec: any) => void): string {
+function tempDir(t: Test): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'api-compat-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+function revision(t: Test, change: (spec: any) => void): string {
   const spec = parse(readFileSync(specPath, 'utf8'))
   change(spec)
-  const file = path.join(dir, 'openapi.yaml')
+  const file = path.join(tempDir(t), 'openapi.yaml')
   writeFileSync(file, stringify(spec))
   return file
 }
@@ -37,47 +41,88 @@ const removeClientUuid = (spec: any) => {
   delete user.properties.client_uuid
 }
 
+const newRequiredField = (spec: any) => {
+  const body = spec.components.schemas.UserCreateRequest
+  body.properties.locale = { type: 'string' }
+  body.required.push('locale')
+}
+
 const bumped = (version: string, part: 'major' | 'minor') => {
   const [major, minor] = version.split('.').map(Number) as [number, number]
   return part === 'major' ? `${major + 1}.0.0` : `${major}.${minor + 1}.0`
 }
 
-// One test, the four diffs side by side: each redocly run takes seconds on a busy machine. The
-// breaking changes are judged against the current contract taken as the released one, so that
-// only the change under test moves the version.
-t.test('the gate passes the current contract and fails real breaking changes unless the major moves', async (t) => {
-  const base = revision(t, () => {})
+t.test('what main serves is released: the spec equals its released copy', async (t) => {
   const version = parse(readFileSync(specPath, 'utf8')).info.version as string
-  const [current, removed, removedWithMajor, newRequired] = await Promise.all([
-    gate(),
+  t.equal(readFileSync(path.join(projectRoot, `spec/released/openapi-${version}.yaml`), 'utf8'), readFileSync(specPath, 'utf8'))
+  const current = await gate()
+  t.equal(current.status, 0, current.out)
+})
+
+// The breaking changes are judged against the current contract taken as the released one (a
+// released folder of its own), so that only the change under test moves the version.
+t.test('the gate fails a change without a version move, and breaking changes unless the major moves', async (t) => {
+  const released = tempDir(t)
+  const version = parse(readFileSync(specPath, 'utf8')).info.version as string
+  writeFileSync(path.join(released, `openapi-${version}.yaml`), readFileSync(specPath))
+  const edited = revision(t, (spec) => {
+    spec.info.description += '\nOne more sentence.'
+  })
+  const removedMajor = revision(t, (spec) => {
+    removeClientUuid(spec)
+    spec.info.version = bumped(version, 'major')
+  })
+  const [unchanged, notMoved, removed, newRequired, removedWithMajor] = await Promise.all([
+    gate(specPath, released),
+    gate(edited, released),
     gate(
       revision(t, (spec) => {
         removeClientUuid(spec)
         spec.info.version = bumped(version, 'minor')
       }),
-      base,
+      released,
     ),
     gate(
       revision(t, (spec) => {
-        removeClientUuid(spec)
-        spec.info.version = bumped(version, 'major')
-      }),
-      base,
-    ),
-    gate(
-      revision(t, (spec) => {
-        const body = spec.components.schemas.UserCreateRequest
-        body.properties.locale = { type: 'string' }
-        body.required.push('locale')
+        newRequiredField(spec)
         spec.info.version = bumped(version, 'minor')
       }),
-      base,
+      released,
     ),
+    gate(removedMajor, released),
   ])
-  t.equal(current.status, 0, current.status === 0 ? 'the current contract passes' : current.stdout + current.stderr)
+  t.equal(unchanged.status, 0, unchanged.out)
+  t.not(notMoved.status, 0, 'an edit without a version move fails')
+  t.match(notMoved.out, 'version not moved')
   t.not(removed.status, 0, 'a response property removed (and no longer required) fails')
-  t.match(removed.stdout + removed.stderr, 'require a major bump')
-  t.equal(removedWithMajor.status, 0, 'the same change with a new major version passes')
+  t.match(removed.out, 'require a major bump')
   t.not(newRequired.status, 0, 'a new required request field fails')
-  t.match(newRequired.stdout + newRequired.stderr, 'require a major bump')
+  t.match(newRequired.out, 'require a major bump')
+  t.equal(removedWithMajor.status, 0, `the same removal with a new major version passes: ${removedWithMajor.out}`)
+
+  // Released: the new major becomes the base; it passes unchanged, and the old spec is now lower.
+  writeFileSync(path.join(released, `openapi-${bumped(version, 'major')}.yaml`), readFileSync(removedMajor))
+  const [releasedMajor, older, mainUnreleased] = await Promise.all([
+    gate(removedMajor, released),
+    gate(specPath, released),
+    new Promise<{ status: number | null; out: string }>((resolve) => {
+      const file = revision(t, (spec) => {
+        removeClientUuid(spec)
+        spec.info.version = bumped(bumped(version, 'major'), 'minor')
+      })
+      const child = spawn(path.join(projectRoot, 'tools/api-compat.sh'), [file], {
+        cwd: projectRoot,
+        env: { ...process.env, API_COMPAT_RELEASED_DIR: released, API_COMPAT_REQUIRE_RELEASED: '1' },
+      })
+      let out = ''
+      child.stdout.on('data', (d) => (out += d))
+      child.stderr.on('data', (d) => (out += d))
+      child.on('exit', (status) => resolve({ status, out }))
+    }),
+  ])
+  t.equal(releasedMajor.status, 0, `once released, the new major is the base and passes: ${releasedMajor.out}`)
+  t.not(older.status, 0, 'a version below the highest released fails')
+  t.match(older.out, 'lower than the released')
+  t.not(mainUnreleased.status, 0, 'on main, a version that is not released fails')
+  t.match(mainUnreleased.out, 'is not released')
 })

@@ -1,11 +1,43 @@
 import fp from 'fastify-plugin'
 import { oversizeTopLevelArray } from '../../validation/array-prescan.js'
-import { unacceptableNumber, unacceptableString } from '../../validation/input-rules.js'
+import { INPUT_RULE_SCHEMA_PATH, unacceptableNumber, unacceptableString } from '../../validation/input-rules.js'
 
-// Arbitrarily deep documents do not survive recursive serializers, and the string and number
-// rules of input-rules.ts hold inside free-form JSON too; all are refused at parse time as a
-// malformed body (422 `..._BODY_INVALID`).
+// Arbitrarily deep documents do not survive recursive serializers (refused at parse time as a
+// malformed body, 422 `..._BODY_INVALID`). The string and number rules of input-rules.ts hold
+// inside free-form JSON too: a value that breaks them is refused at parse time with its place
+// (`loc` down to the item) and the code of the field that holds it, as schema validation does.
 const MAX_DEPTH = 64
+
+/** Where the first value that breaks the string or number rules sits, and why; or null. Only
+ * called once the fast walk found one, so building paths here costs nothing on valid bodies. */
+export function locateUnacceptable(value: unknown): { path: (string | number)[]; problem: string } | null {
+  const stack: { node: unknown; path: (string | number)[] }[] = [{ node: value, path: [] }]
+  while (stack.length > 0) {
+    const { node, path } = stack.pop()!
+    if (typeof node === 'string') {
+      const problem = unacceptableString(node)
+      if (problem) return { path, problem }
+    } else if (typeof node === 'number') {
+      const problem = unacceptableNumber(node)
+      if (problem) return { path, problem }
+    } else if (node !== null && typeof node === 'object') {
+      // Pushed in reverse so the first offender in document order is found first.
+      const entries: [string | number, unknown][] = Array.isArray(node) ? node.map((v, i) => [i, v]) : Object.entries(node)
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, child] = entries[i]!
+        if (typeof key === 'string') {
+          const problem = unacceptableString(key)
+          // The loc stops at the object: the name itself cannot be echoed.
+          if (problem) return { path, problem: `has a property name that ${problem}` }
+        }
+        stack.push({ node: child, path: [...path, key] })
+      }
+    }
+  }
+  return null
+}
+
+const pointer = (path: (string | number)[]) => path.map((s) => `/${String(s).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('')
 
 /** Why a parsed JSON value cannot be accepted, or null. Iterative: no recursion on input. */
 export function unacceptableJson(value: unknown): string | null {
@@ -113,7 +145,13 @@ export default fp(
       parseJson(request, text, (err: Error | null, value?: unknown) => {
         if (err) return done(err, undefined)
         const problem = unacceptableJsonText(text, value)
-        if (problem) return done(malformed(problem), undefined)
+        if (problem) {
+          const found = problem.startsWith('is nested') ? null : locateUnacceptable(value)
+          if (!found) return done(malformed(problem), undefined)
+          // The bad value is not echoed (`input: null`): it is what could not be accepted.
+          const item = { instancePath: pointer(found.path), schemaPath: INPUT_RULE_SCHEMA_PATH, keyword: 'type', params: {}, message: found.problem, data: null }
+          return done(Object.assign(new Error('body validation failed'), { statusCode: 422, validation: [item], validationContext: 'body' }), undefined)
+        }
         done(null, value)
       })
     })
