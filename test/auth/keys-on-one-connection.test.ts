@@ -31,7 +31,7 @@ t.test('registry: each lookup is judged by the candidate presented, expiry inclu
 t.test('HTTP: one keep-alive connection, several keys, each request judged by its own', async (t) => {
   // Long enough for the app to be built and the sequence to run before it, on a loaded CI
   // machine too (a database is created and migrated first); the test waits out the rest.
-  const expiresAt = new Date(Date.now() + 6000)
+  const expiresAt = new Date(Date.now() + 15_000)
   const keyFile = await writeKeyFile(t, [
     { id: 'reader', secret: 'ssk_reader', scopes: ['users:read'] },
     { id: 'studier', secret: 'ssk_studier', scopes: ['study:read'] },
