@@ -19,7 +19,9 @@ export interface CoreSpeedProbes {
 
 export function startCoreSpeedProbes(cpus: readonly string[]): CoreSpeedProbes {
   const probes = cpus.map((cpu) => {
-    const child: ChildProcess = spawn('taskset', ['-c', cpu, process.execPath, PROBE], { stdio: ['pipe', 'pipe', 'inherit'] })
+    const child: ChildProcess = spawn('taskset', ['-c', cpu, process.execPath, PROBE], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    })
     const waiting: ((ms: number) => void)[] = []
     createInterface({ input: child.stdout! }).on('line', (line) => waiting.shift()?.(Number(line)))
     return {

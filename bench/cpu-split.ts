@@ -35,7 +35,9 @@ try {
   // BENCH_PROFILE: a folder for a V8 CPU profile of the service (bench/profile-summary.ts reads it).
   const service = await startService(bench.url, 3603, process.env.BENCH_PROFILE)
   // BENCH_PROFILE_CEILING: the same for the ceiling (the two profiles side by side).
-  const ceilingProfile = process.env.BENCH_PROFILE_CEILING ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_CEILING}`] : []
+  const ceilingProfile = process.env.BENCH_PROFILE_CEILING
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_CEILING}`]
+    : []
   const ceiling = await startCeiling(bench.url, 3604, ceilingProfile)
   const requests = await createBenchRequests(bench.sql, service.base)
   const allCases: [string, Server, () => BenchRequest][] = [
@@ -49,13 +51,35 @@ try {
   // BENCH_CASES: comma-separated name prefixes (as in `make bench`); by default GET user and the replay.
   const wanted = (process.env.BENCH_CASES ?? 'GET user,POST user (replay)').split(',').map((c) => c.trim())
   const cases = allCases.filter(([name]) => wanted.some((w) => name.startsWith(w)))
-  const figures = new Map(cases.map(([name]) => [name, { rps: [] as number[], server: [] as number[], postgres: [] as number[], serverCore: [] as number[], loadCore: [] as number[], bad: 0 }]))
+  const figures = new Map(
+    cases.map(([name]) => [
+      name,
+      {
+        rps: [] as number[],
+        server: [] as number[],
+        postgres: [] as number[],
+        serverCore: [] as number[],
+        loadCore: [] as number[],
+        bad: 0,
+      },
+    ]),
+  )
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, server, next] of round % 2 ? [...cases].reverse() : cases) {
       await autocannon(loadOptions(server.base, 50, 1, next))
-      const [s0, p0, c0, l0] = [cpuTicks(server.process.pid!), postgresCpuTicks(), coreTicks(SERVER_CPU), coreTicks(LOAD_CPU)]
+      const [s0, p0, c0, l0] = [
+        cpuTicks(server.process.pid!),
+        postgresCpuTicks(),
+        coreTicks(SERVER_CPU),
+        coreTicks(LOAD_CPU),
+      ]
       const result = await autocannon(loadOptions(server.base, 50, SECONDS, next))
-      const [s1, p1, c1, l1] = [cpuTicks(server.process.pid!), postgresCpuTicks(), coreTicks(SERVER_CPU), coreTicks(LOAD_CPU)]
+      const [s1, p1, c1, l1] = [
+        cpuTicks(server.process.pid!),
+        postgresCpuTicks(),
+        coreTicks(SERVER_CPU),
+        coreTicks(LOAD_CPU),
+      ]
       const done = result.requests.total
       const f = figures.get(name)!
       f.rps.push(result.requests.average)
@@ -66,13 +90,19 @@ try {
       f.bad += result.non2xx + result.errors
     }
   }
-  console.log(`| case | req/s | server µs/request | PostgreSQL µs/request | sum | servers' core busy | load core busy | non-2xx |\n|---|---|---|---|---|---|---|---|`)
+  console.log(
+    `| case | req/s | server µs/request | PostgreSQL µs/request | sum | servers' core busy | load core busy | non-2xx |\n|---|---|---|---|---|---|---|---|`,
+  )
   for (const [name, f] of figures) {
     const [s, p] = [median(f.server), median(f.postgres)]
     const pct = (xs: number[]) => `${(median(xs) * 100).toFixed(0)} %`
-    console.log(`| ${name} | ${Math.round(median(f.rps))} | ${s.toFixed(1)} | ${p.toFixed(1)} | ${(s + p).toFixed(1)} | ${pct(f.serverCore)} | ${pct(f.loadCore)} | ${f.bad} |`)
+    console.log(
+      `| ${name} | ${Math.round(median(f.rps))} | ${s.toFixed(1)} | ${p.toFixed(1)} | ${(s + p).toFixed(1)} | ${pct(f.serverCore)} | ${pct(f.loadCore)} | ${f.bad} |`,
+    )
   }
-  console.log(`(${SETUP} set-up; medians of ${ROUNDS} rounds of ${SECONDS} s; the load generator's own CPU is on the other core and not counted)`)
+  console.log(
+    `(${SETUP} set-up; medians of ${ROUNDS} rounds of ${SECONDS} s; the load generator's own CPU is on the other core and not counted)`,
+  )
 } finally {
   await stopServers()
   await bench.drop()

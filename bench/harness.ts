@@ -54,7 +54,9 @@ export function postgresCpuTicks(): number {
 
 /** Busy and total clock ticks of one core so far (/proc/stat; idle and iowait are not busy). */
 export function coreTicks(core: string): { busy: number; total: number } {
-  const line = readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith(`cpu${core} `))!
+  const line = readFileSync('/proc/stat', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`cpu${core} `))!
   const ticks = line.trim().split(/\s+/).slice(1).map(Number)
   const total = ticks.reduce((a, b) => a + b, 0)
   return { busy: total - ticks[3]! - ticks[4]!, total }
@@ -63,7 +65,8 @@ export function coreTicks(core: string): { busy: number; total: number } {
 export type CoreTicks = ReturnType<typeof coreTicks>
 
 /** How busy a core was between two coreTicks readings (0..1). */
-export const busyShare = (before: CoreTicks, after: CoreTicks) => (after.busy - before.busy) / Math.max(after.total - before.total, 1)
+export const busyShare = (before: CoreTicks, after: CoreTicks) =>
+  (after.busy - before.busy) / Math.max(after.total - before.total, 1)
 
 /** The middle value (the upper one of an even count). */
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
@@ -137,14 +140,21 @@ export async function createBenchDatabase(prefix: string, { vacuumStandIn = true
  * the cores they had. Skipped, with a warning, when PostgreSQL is not a
  * local process this user may re-pin.
  */
-async function pinPostgres(sql: postgres.Sql): Promise<{ pinned: boolean; pinTo(cpus: string): void; restore(): void }> {
+async function pinPostgres(
+  sql: postgres.Sql,
+): Promise<{ pinned: boolean; pinTo(cpus: string): void; restore(): void }> {
   const [{ pid }] = (await sql`select pg_backend_pid() as pid`) as unknown as [{ pid: number }]
   const proc = (p: number, file: string) => readFileSync(`/proc/${p}/${file}`, 'utf8')
-  const taskset = (...args: string[]) => execFileSync('taskset', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+  const taskset = (...args: string[]) =>
+    execFileSync('taskset', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
   try {
     const postmaster = Number(/PPid:\s+(\d+)/.exec(proc(pid, 'status'))![1])
-    if (proc(pid, 'comm').trim() !== 'postgres' || proc(postmaster, 'comm').trim() !== 'postgres') throw new Error('not a local PostgreSQL')
-    const family = () => [postmaster, ...proc(postmaster, `task/${postmaster}/children`).split(' ').filter(Boolean).map(Number)]
+    if (proc(pid, 'comm').trim() !== 'postgres' || proc(postmaster, 'comm').trim() !== 'postgres')
+      throw new Error('not a local PostgreSQL')
+    const family = () => [
+      postmaster,
+      ...proc(postmaster, `task/${postmaster}/children`).split(' ').filter(Boolean).map(Number),
+    ]
     const pinAll = (cpus: string) => {
       for (const p of family()) {
         try {
@@ -170,7 +180,9 @@ async function pinPostgres(sql: postgres.Sql): Promise<{ pinned: boolean; pinTo(
       },
     }
   } catch (err) {
-    console.warn(`PostgreSQL not pinned to core ${SERVER_CPU} (${(err as Error).message}): it shares both cores with the load generator`)
+    console.warn(
+      `PostgreSQL not pinned to core ${SERVER_CPU} (${(err as Error).message}): it shares both cores with the load generator`,
+    )
     return { pinned: false, pinTo() {}, restore() {} }
   }
 }
@@ -201,7 +213,12 @@ export interface Server {
 }
 
 /** Starts `node <args>` on SERVER_CPU with PORT and DATABASE_URL set; resolves once /live answers. */
-export async function startServer(label: string, args: string[], port: number, env: Record<string, string>): Promise<Server> {
+export async function startServer(
+  label: string,
+  args: string[],
+  port: number,
+  env: Record<string, string>,
+): Promise<Server> {
   const child = spawn('taskset', ['-c', SERVER_CPU, process.execPath, ...args], {
     cwd: projectRoot,
     env: { ...process.env, PORT: String(port), ...env },
@@ -258,7 +275,10 @@ export async function startService(databaseUrl: string, port: number, profileDir
 
 /** The bare-stack ceiling (bench/ceiling-server.ts); its replay route reads the answers stored for the service's bench key. */
 export function startCeiling(databaseUrl: string, port: number, nodeArgs: string[] = []): Promise<Server> {
-  return startServer('ceiling', [...nodeArgs, '--import', 'tsx', 'bench/ceiling-server.ts'], port, { DATABASE_URL: databaseUrl, REPLAY_KEY_ID: legacyKeyId(API_KEY) })
+  return startServer('ceiling', [...nodeArgs, '--import', 'tsx', 'bench/ceiling-server.ts'], port, {
+    DATABASE_URL: databaseUrl,
+    REPLAY_KEY_ID: legacyKeyId(API_KEY),
+  })
 }
 
 /** SIGTERM to every server started here; resolves when all have exited (profiles are written on exit). */

@@ -60,7 +60,11 @@ const pid = server.process.pid!
 const base = server.base
 const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 4 })
 
-function get(path: string, headers: Record<string, string> = {}, agent: http.Agent = keepAlive): Promise<{ status: number; ms: number; headers: http.IncomingHttpHeaders }> {
+function get(
+  path: string,
+  headers: Record<string, string> = {},
+  agent: http.Agent = keepAlive,
+): Promise<{ status: number; ms: number; headers: http.IncomingHttpHeaders }> {
   const start = performance.now()
   return new Promise((resolve, reject) => {
     http
@@ -93,14 +97,18 @@ if (parts.has('1')) {
   const ticksBefore = cpuTicks(pid)
   const start = performance.now()
   const answer = new Promise<{ status: number; bytes: number; ms: number }>((resolve, reject) => {
-    const req = http.request(`${base}/api/v1/telemetry/docs-search/batch`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'content-length': body.length, 'x-api-key': API_KEY },
-    }, (res) => {
-      let bytes = 0
-      res.on('data', (c: Buffer) => (bytes += c.length))
-      res.on('end', () => resolve({ status: res.statusCode!, bytes, ms: performance.now() - start }))
-    })
+    const req = http.request(
+      `${base}/api/v1/telemetry/docs-search/batch`,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': body.length, 'x-api-key': API_KEY },
+      },
+      (res) => {
+        let bytes = 0
+        res.on('data', (c: Buffer) => (bytes += c.length))
+        res.on('end', () => resolve({ status: res.statusCode!, bytes, ms: performance.now() - start }))
+      },
+    )
     req.on('error', reject)
     req.end(body)
   })
@@ -110,7 +118,11 @@ if (parts.has('1')) {
   // CPU time does not grow with other processes' load the way wall time does on a shared machine.
   report('amplification: server CPU time for it (incl. /live probes)', `${(cpuTicks(pid) - ticksBefore) * 10} ms`)
   report('amplification: answer size', `${bytes} bytes`, '<= 64 KiB')
-  report('amplification: /live during it (p99 / worst)', `${percentile(live, 99).toFixed(1)} / ${Math.max(...live).toFixed(1)} ms over ${live.length} probes`, 'p99 < 50 ms')
+  report(
+    'amplification: /live during it (p99 / worst)',
+    `${percentile(live, 99).toFixed(1)} / ${Math.max(...live).toFixed(1)} ms over ${live.length} probes`,
+    'p99 < 50 ms',
+  )
 }
 
 // ---- 2. Stalled uploads ---------------------------------------------------------------------------
@@ -135,7 +147,9 @@ if (parts.has('2')) {
     open++
     socket.on('connect', () => {
       connectedAt = lastConnect = performance.now()
-      socket.write(`POST /api/v1/telemetry/docs-search HTTP/1.1\r\nHost: x\r\nX-API-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n`)
+      socket.write(
+        `POST /api/v1/telemetry/docs-search HTTP/1.1\r\nHost: x\r\nX-API-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n`,
+      )
       socket.write(half)
     })
     let status = ''
@@ -173,22 +187,38 @@ if (parts.has('2')) {
     all ? `${(worstHold / 1000).toFixed(1)} s` : `not within ${limit / 1000} s (${open} still open)`,
     `<= REQUEST_TIMEOUT_MS + 1 s = ${(REQUEST_TIMEOUT_MS + 1000) / 1000} s`,
   )
-  report('stalled uploads: answers', [...answers].sort().map(([status, n]) => `${status} × ${n}`).join(', '))
+  report(
+    'stalled uploads: answers',
+    [...answers]
+      .sort()
+      .map(([status, n]) => `${status} × ${n}`)
+      .join(', '),
+  )
   report(
     'stalled uploads: whole batch, first connect attempt to last close',
-    all ? `${((closedAt - start) / 1000).toFixed(1)} s (last connection made after ${((lastConnect - start) / 1000).toFixed(1)} s)` : 'n/a',
+    all
+      ? `${((closedAt - start) / 1000).toFixed(1)} s (last connection made after ${((lastConnect - start) / 1000).toFixed(1)} s)`
+      : 'n/a',
   )
-  report('stalled uploads: RSS 2 s after', `${mib(after2s)} (${(((after2s - before) / before) * 100).toFixed(0)} % above start)`)
+  report(
+    'stalled uploads: RSS 2 s after',
+    `${mib(after2s)} (${(((after2s - before) / before) * 100).toFixed(0)} % above start)`,
+  )
   report(
     'stalled uploads: RSS back within 10 % of start',
-    Number.isNaN(backAfter) ? `not within 30 s (${mib(rss(pid))})` : `${(backAfter / 1000).toFixed(1)} s after the last close`,
+    Number.isNaN(backAfter)
+      ? `not within 30 s (${mib(rss(pid))})`
+      : `${(backAfter / 1000).toFixed(1)} s after the last close`,
     'within 10 % of start',
   )
 }
 
 // ---- 3. Address flood ---------------------------------------------------------------------------
 if (parts.has('3')) {
-  const probe = async () => Number((await get('/api/v1/telemetry/docs-search/metrics', { 'x-api-key': API_KEY })).headers['x-ratelimit-remaining'])
+  const probe = async () =>
+    Number(
+      (await get('/api/v1/telemetry/docs-search/metrics', { 'x-api-key': API_KEY })).headers['x-ratelimit-remaining'],
+    )
   const before = rss(pid)
   const remainingBefore = await probe()
   const statuses = new Map<number, number>()
@@ -211,9 +241,16 @@ if (parts.has('3')) {
   await Promise.all(Array.from({ length: 64 }, worker))
   const seconds = (performance.now() - start) / 1000
   const remainingAfter = await probe()
-  report(`address flood: ${ADDRESSES} addresses without a key`, `${[...statuses].map(([s, n]) => `${s || 'error'}×${n}`).join(' ')} in ${seconds.toFixed(0)} s`)
+  report(
+    `address flood: ${ADDRESSES} addresses without a key`,
+    `${[...statuses].map(([s, n]) => `${s || 'error'}×${n}`).join(' ')} in ${seconds.toFixed(0)} s`,
+  )
   report('address flood: RSS before / after', `${mib(before)} / ${mib(rss(pid))}`)
-  report('address flood: the key\'s window', `remaining ${remainingBefore} before, ${remainingAfter} after (one request between)`, 'intact: after = before - 1')
+  report(
+    "address flood: the key's window",
+    `remaining ${remainingBefore} before, ${remainingAfter} after (one request between)`,
+    'intact: after = before - 1',
+  )
 }
 
 // ---- 4. Overload ------------------------------------------------------------------------------------
@@ -225,7 +262,9 @@ if (parts.has('4')) {
   const accepted: number[] = []
   const statuses = new Map<number, number>()
   const run = autocannon({ url, headers, connections: 400, duration: OVERLOAD_SECONDS, overallRate: rate, timeout: 10 })
-  ;(run as unknown as { on(e: 'response', l: (c: unknown, status: number, bytes: number, ms: number) => void): void }).on('response', (_c, status, _b, ms) => {
+  ;(
+    run as unknown as { on(e: 'response', l: (c: unknown, status: number, bytes: number, ms: number) => void): void }
+  ).on('response', (_c, status, _b, ms) => {
     statuses.set(status, (statuses.get(status) ?? 0) + 1)
     if (status !== 503) accepted.push(ms)
   })
@@ -241,11 +280,21 @@ if (parts.has('4')) {
   const total = [...statuses.values()].reduce((a, b) => a + b, 0)
   const shed = statuses.get(503) ?? 0
   const other5xx = [...statuses].filter(([s]) => s >= 500 && s !== 503).reduce((a, [, n]) => a + n, 0)
-  report('overload: measured capacity', `${capacity.requests.average.toFixed(0)} req/s; offered ${rate} req/s for ${OVERLOAD_SECONDS} s`)
-  report('overload: answered 503', `${((shed / Math.max(total, 1)) * 100).toFixed(1)} % of ${total} (errors/timeouts ${result.errors})`)
+  report(
+    'overload: measured capacity',
+    `${capacity.requests.average.toFixed(0)} req/s; offered ${rate} req/s for ${OVERLOAD_SECONDS} s`,
+  )
+  report(
+    'overload: answered 503',
+    `${((shed / Math.max(total, 1)) * 100).toFixed(1)} % of ${total} (errors/timeouts ${result.errors})`,
+  )
   report('overload: 5xx other than 503', String(other5xx), '0')
   report('overload: p99 of accepted', `${percentile(accepted, 99).toFixed(0)} ms`, '<= 1000 ms')
-  report('overload: recovered after', recoveredAt ? `${((recoveredAt - end) / 1000).toFixed(2)} s` : 'not within 30 s', '< 2 s')
+  report(
+    'overload: recovered after',
+    recoveredAt ? `${((recoveredAt - end) / 1000).toFixed(2)} s` : 'not within 30 s',
+    '< 2 s',
+  )
 }
 
 keepAlive.destroy()

@@ -34,8 +34,14 @@ const CATEGORIES: [string, RegExp][] = [
   ['handlers and repositories', /\/handlers\/|\/repositories\/|\/schedule\//],
   ['start-up (module loading, spec parsing)', /node_modules\/yaml|internal\/modules|openapi-glue|@fastify\/swagger/],
   ['Fastify and routing', /node_modules\/(fastify|find-my-way|avvio|light-my-request)\//],
-  ['promises, timers and scheduling', /^\((program)\)|^runMicrotasks|task_queues|internal\/timers|^processTicksAndRejections/],
-  ['Node HTTP and streams', /node:_http|node:internal\/streams|node:net|node:internal\/stream_base|node:events|node:buffer/],
+  [
+    'promises, timers and scheduling',
+    /^\((program)\)|^runMicrotasks|task_queues|internal\/timers|^processTicksAndRejections/,
+  ],
+  [
+    'Node HTTP and streams',
+    /node:_http|node:internal\/streams|node:net|node:internal\/stream_base|node:events|node:buffer/,
+  ],
 ]
 
 const target = process.argv[2]
@@ -43,7 +49,13 @@ if (!target) throw new Error('usage: profile-summary <profile dir or .cpuprofile
 // In a folder, the newest main-thread profile: Node names them CPU.<date>.<time>.<pid>.<thread>.<n>,
 // and a loader such as tsx adds a worker thread's (thread 1) that holds none of the requests.
 const file = statSync(target).isDirectory()
-  ? path.join(target, readdirSync(target).filter((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f)).sort().at(-1)!)
+  ? path.join(
+      target,
+      readdirSync(target)
+        .filter((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f))
+        .sort()
+        .at(-1)!,
+    )
   : target
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile
 const byId = new Map(profile.nodes.map((n) => [n.id, n]))
@@ -63,19 +75,29 @@ for (const [id, micros] of selfTime) {
   categories.set(category, (categories.get(category) ?? 0) + micros)
   if (category === 'idle') continue
   busy += micros
-  const where = url ? `${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/dist\//, '')}:${lineNumber + 1}` : '(native)'
+  const where = url
+    ? `${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/dist\//, '')}:${lineNumber + 1}`
+    : '(native)'
   const key = `${functionName || '(anonymous)'} ${where}`
   functions.set(key, (functions.get(key) ?? 0) + micros)
   if (category === 'other') uncategorised.add(key)
 }
 
 const share = (micros: number) => `${((100 * micros) / busy).toFixed(1).padStart(5)} %`
-console.log(`${path.basename(file)}: ${(busy / 1e6).toFixed(1)} s busy, ${((categories.get('idle') ?? 0) / 1e6).toFixed(1)} s idle\n`)
+console.log(
+  `${path.basename(file)}: ${(busy / 1e6).toFixed(1)} s busy, ${((categories.get('idle') ?? 0) / 1e6).toFixed(1)} s idle\n`,
+)
 console.log('Share of busy time by category:')
-for (const [name, micros] of [...categories].filter(([n]) => n !== 'idle').sort((a, b) => b[1] - a[1])) console.log(`${share(micros)}  ${name}`)
+for (const [name, micros] of [...categories].filter(([n]) => n !== 'idle').sort((a, b) => b[1] - a[1]))
+  console.log(`${share(micros)}  ${name}`)
 console.log('\nTop functions (self time):')
-for (const [name, micros] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`${share(micros)}  ${name}`)
+for (const [name, micros] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, 20))
+  console.log(`${share(micros)}  ${name}`)
 if (process.env.SHOW_OTHER) {
   console.log('\nUncategorised:')
-  for (const [name, micros] of [...functions].filter(([n]) => uncategorised.has(n)).sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`${share(micros)}  ${name}`)
+  for (const [name, micros] of [...functions]
+    .filter(([n]) => uncategorised.has(n))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 25))
+    console.log(`${share(micros)}  ${name}`)
 }

@@ -43,14 +43,28 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
   const notes = await sql<(UserKey & { id: string })[]>`
     select c.conspectus_uuid::text as id, u.system_user_id, u.system_uuid from conspectuses c join users u on u.client_uuid = c.user_id`
   // User bodies carry a time zone, as a client's usually do.
-  const replayBody = JSON.stringify({ system_user_id: 'replay-user', system_uuid: randomUUID(), full_name: 'Replay', timezone: 'Europe/Berlin' })
-  const stored = await fetch(`${serviceBase}/api/v1/user`, { method: 'POST', body: replayBody, headers: { ...JSON_HEADERS, 'idempotency-key': REPLAY_KEY } })
+  const replayBody = JSON.stringify({
+    system_user_id: 'replay-user',
+    system_uuid: randomUUID(),
+    full_name: 'Replay',
+    timezone: 'Europe/Berlin',
+  })
+  const stored = await fetch(`${serviceBase}/api/v1/user`, {
+    method: 'POST',
+    body: replayBody,
+    headers: { ...JSON_HEADERS, 'idempotency-key': REPLAY_KEY },
+  })
   if (stored.status !== 201) throw new Error(`storing the answer to replay: ${stored.status}`)
 
   let n = 0
   const nextUser = () => users[n++ % users.length]!
   const unique = () => `${process.pid}-${n++}-${randomBytes(4).toString('hex')}`
-  const replay = (path: string): BenchRequest => ({ method: 'POST', path, body: replayBody, headers: { 'idempotency-key': REPLAY_KEY } })
+  const replay = (path: string): BenchRequest => ({
+    method: 'POST',
+    path,
+    body: replayBody,
+    headers: { 'idempotency-key': REPLAY_KEY },
+  })
   return {
     dueListLearner: users.find((u) => u.system_user_id === DUE_LIST_LEARNER)!,
     getUser(): BenchRequest {
@@ -59,7 +73,12 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
     },
     postNewUser(): BenchRequest {
       const id = unique()
-      const body = JSON.stringify({ system_user_id: `p${id}`.slice(0, 36), system_uuid: randomUUID(), full_name: 'New', timezone: 'Europe/Berlin' })
+      const body = JSON.stringify({
+        system_user_id: `p${id}`.slice(0, 36),
+        system_uuid: randomUUID(),
+        full_name: 'New',
+        timezone: 'Europe/Berlin',
+      })
       return { method: 'POST', path: '/api/v1/user', body, headers: { 'idempotency-key': id } }
     },
     replayUser: () => replay('/api/v1/user'),
@@ -67,15 +86,28 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
     replayUserOnCeiling: () => replay('/replay/api/v1/user'),
     patchUser(): BenchRequest {
       const u = nextUser()
-      return { method: 'PATCH', path: `/api/v1/user/${u.system_uuid}/${u.system_user_id}`, body: JSON.stringify({ username: `n${n}` }), headers: { 'idempotency-key': unique() } }
+      return {
+        method: 'PATCH',
+        path: `/api/v1/user/${u.system_uuid}/${u.system_user_id}`,
+        body: JSON.stringify({ username: `n${n}` }),
+        headers: { 'idempotency-key': unique() },
+      }
     },
     dueList(owner: UserKey = nextUser()): BenchRequest {
-      return { method: 'GET', path: `/api/v1/conspectuses/due?system_user_id=${owner.system_user_id}&system_uuid=${owner.system_uuid}&limit=50` }
+      return {
+        method: 'GET',
+        path: `/api/v1/conspectuses/due?system_user_id=${owner.system_user_id}&system_uuid=${owner.system_uuid}&limit=50`,
+      }
     },
     review(outcome: 'remembered' | 'forgot' = 'remembered'): BenchRequest {
       const note = notes[n++ % notes.length]!
       const body = JSON.stringify({ system_user_id: note.system_user_id, system_uuid: note.system_uuid, outcome })
-      return { method: 'POST', path: `/api/v1/conspectuses/${note.id}/actions/review`, body, headers: { 'idempotency-key': unique() } }
+      return {
+        method: 'POST',
+        path: `/api/v1/conspectuses/${note.id}/actions/review`,
+        body,
+        headers: { 'idempotency-key': unique() },
+      }
     },
     /** One browser's batch: 50 searches of its own, each a query id with clicks and repeats. */
     telemetryBatch(): BenchRequest {

@@ -10,7 +10,22 @@ import os from 'node:os'
 import path from 'node:path'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
-import { API_KEY as KEY, LOAD_CPU, SERVER_CPU, US_PER_TICK, type Server, type Setup, busyShare, coreTicks, cpuTicks, createBenchDatabase, median, startCeiling, startService, stopServers } from './harness.js'
+import {
+  API_KEY as KEY,
+  LOAD_CPU,
+  SERVER_CPU,
+  US_PER_TICK,
+  type Server,
+  type Setup,
+  busyShare,
+  coreTicks,
+  cpuTicks,
+  createBenchDatabase,
+  median,
+  startCeiling,
+  startService,
+  stopServers,
+} from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
 import { METRICS_WINDOWS, METRICS_TARGETS_MS, seedDocsSearch, TELEMETRY_SHAPE } from './telemetry-seed.js'
 
@@ -75,7 +90,12 @@ interface Measurement {
   coreBusy: number
 }
 
-async function drive(server: Server, next: () => BenchRequest, connections: number, duration = DURATION): Promise<Measurement> {
+async function drive(
+  server: Server,
+  next: () => BenchRequest,
+  connections: number,
+  duration = DURATION,
+): Promise<Measurement> {
   const base = server.base
   const [ticks0, core0] = [cpuTicks(server.process.pid!), coreTicks(SERVER_CPU)]
   const result = await autocannon(loadOptions(base, connections, duration, next))
@@ -84,7 +104,9 @@ async function drive(server: Server, next: () => BenchRequest, connections: numb
   const stats = (result as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {}
   const other = Object.entries(stats).filter(([status]) => !status.startsWith('2'))
   if (other.length > 0 || result.errors > 0) {
-    console.warn(`  not 2xx at ${base}: ${other.map(([status, { count }]) => `${status} x ${count}`).join(', ') || 'none'}; connection errors ${result.errors}`)
+    console.warn(
+      `  not 2xx at ${base}: ${other.map(([status, { count }]) => `${status} x ${count}`).join(', ') || 'none'}; connection errors ${result.errors}`,
+    )
   }
   // Answers over the run's measured length: a short run's per-second samples have a partial last second.
   return {
@@ -99,7 +121,12 @@ async function drive(server: Server, next: () => BenchRequest, connections: numb
 }
 
 /** The server's CPU per answer over a side's runs, in µs (a ratio of sums: a tick is 10 ms, too coarse per run). */
-const cpuPerAnswer = (runs: Measurement[]) => (runs.reduce((a, x) => a + x.serverTicks, 0) * US_PER_TICK) / Math.max(runs.reduce((a, x) => a + x.answers, 0), 1)
+const cpuPerAnswer = (runs: Measurement[]) =>
+  (runs.reduce((a, x) => a + x.serverTicks, 0) * US_PER_TICK) /
+  Math.max(
+    runs.reduce((a, x) => a + x.answers, 0),
+    1,
+  )
 
 const range = (xs: number[], digits = 0) => `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`
 
@@ -120,15 +147,36 @@ try {
     { name: 'POST user (new key)', target: 0.9, request: requests.postNewUser },
     // A replay against the ceiling's bare-stack replay (body parsed, one indexed read, the stored
     // answer sent; no validation or request hash).
-    { name: 'POST user (replay)', target: 0.8, request: requests.replayUser, ceilingRequest: requests.replayUserOnCeiling },
+    {
+      name: 'POST user (replay)',
+      target: 0.8,
+      request: requests.replayUser,
+      ceilingRequest: requests.replayUserOnCeiling,
+    },
     { name: 'PATCH user', target: 0.85, request: requests.patchUser },
     { name: 'GET due list (50 rows)', target: 0.8, request: () => requests.dueList(requests.dueListLearner) },
     { name: 'POST review', target: 0.8, request: () => requests.review() },
-    { name: 'telemetry batch (500 events)', target: 0.8, perRequest: 500, request: requests.telemetryBatch, long: true },
+    {
+      name: 'telemetry batch (500 events)',
+      target: 0.8,
+      perRequest: 500,
+      request: requests.telemetryBatch,
+      long: true,
+    },
   ]
 
   const rows: string[] = []
-  const results: { setup: Setup; c: Case; connections: number; rps: number; ratio: number; p99Ratio: number; cpuRatio: number; bad: number; ceilingBad: number }[] = []
+  const results: {
+    setup: Setup
+    c: Case
+    connections: number
+    rps: number
+    ratio: number
+    p99Ratio: number
+    cpuRatio: number
+    bad: number
+    ceilingBad: number
+  }[] = []
   for (const c of cases) {
     if (ONLY && !ONLY.some((prefix) => c.name.toLowerCase().startsWith(prefix))) continue
     const ceilingRequest = c.ceilingRequest ?? c.request
@@ -161,7 +209,17 @@ try {
         // The replica's own cost: what decides how many replicas a deployment needs.
         const [sCpu, rCpu] = [cpuPerAnswer(s), cpuPerAnswer(r)]
         const busy = (xs: Measurement[]) => `${(median(xs.map((x) => x.coreBusy)) * 100).toFixed(0)} %`
-        results.push({ setup, c, connections, rps: median(s.map((x) => x.rps)) * per, ratio: median(ratios), p99Ratio: median(p99Ratios), cpuRatio: rCpu / sCpu, bad, ceilingBad })
+        results.push({
+          setup,
+          c,
+          connections,
+          rps: median(s.map((x) => x.rps)) * per,
+          ratio: median(ratios),
+          p99Ratio: median(p99Ratios),
+          cpuRatio: rCpu / sCpu,
+          bad,
+          ceilingBad,
+        })
         rows.push(
           `| ${c.name} | ${SETUP_LABEL[setup]} | ${connections} | ${Math.round(median(s.map((x) => x.rps)) * per)} | ${Math.round(median(r.map((x) => x.rps)) * per)} | **${median(ratios).toFixed(2)}** (${range(ratios, 2)}) | ${median(s.map((x) => x.p50))} / ${median(s.map((x) => x.p99))} | ${median(r.map((x) => x.p50))} / ${median(r.map((x) => x.p99))} | ${sCpu.toFixed(0)} / ${rCpu.toFixed(0)} | ${busy(s)} / ${busy(r)} | ${bad}${ceilingBad > 0 ? ` (ceiling: ${ceilingBad})` : ''} |`,
         )
@@ -181,7 +239,10 @@ try {
     console.log(`seeded ${seeded.events} events in ${seeded.seconds.toFixed(0)} s`)
     await bench.settle()
     for (const window of METRICS_WINDOWS) {
-      const metrics = () => fetch(`${service.base}/api/v1/telemetry/docs-search/metrics?window_minutes=${window}`, { headers: { 'x-api-key': KEY } })
+      const metrics = () =>
+        fetch(`${service.base}/api/v1/telemetry/docs-search/metrics?window_minutes=${window}`, {
+          headers: { 'x-api-key': KEY },
+        })
       await (await metrics()).json() // warm-up: caches and plans
       const timings: number[] = []
       for (let i = 0; i < 4; i++) {
@@ -206,10 +267,10 @@ try {
         r.ceilingBad > 0
           ? `**void**: the ceiling answered ${r.ceilingBad} non-2xx`
           : r.setup === 'node-bound'
-          ? `≥ ${r.c.target.toFixed(2)}, p99 ≤ 2×, 0 non-2xx: ${met(r.ratio >= r.c.target && r.p99Ratio <= 2 && r.bad === 0)}`
-          : before === undefined
-            ? `(no earlier figure); p99 ≤ 2×, 0 non-2xx: ${met(r.p99Ratio <= 2 && r.bad === 0)}`
-            : `not below ${before.toFixed(2)} (± ${NOISE}): ${met(r.ratio >= before - NOISE)}; p99 ≤ 2×, 0 non-2xx: ${met(r.p99Ratio <= 2 && r.bad === 0)}`
+            ? `≥ ${r.c.target.toFixed(2)}, p99 ≤ 2×, 0 non-2xx: ${met(r.ratio >= r.c.target && r.p99Ratio <= 2 && r.bad === 0)}`
+            : before === undefined
+              ? `(no earlier figure); p99 ≤ 2×, 0 non-2xx: ${met(r.p99Ratio <= 2 && r.bad === 0)}`
+              : `not below ${before.toFixed(2)} (± ${NOISE}): ${met(r.ratio >= before - NOISE)}; p99 ≤ 2×, 0 non-2xx: ${met(r.p99Ratio <= 2 && r.bad === 0)}`
       return `| ${r.c.name} | ${SETUP_LABEL[r.setup]} | ${fmt(r.ratio)} | ${fmt(r.cpuRatio)} | ${fmt(r.p99Ratio)}× | ${r.bad} | ${goal} |`
     })
   const table = [

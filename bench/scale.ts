@@ -20,7 +20,19 @@ import { Redis } from 'ioredis'
 import { projectRoot } from '../src/paths.js'
 import { haproxyEnv, HAPROXY_CONFIG } from '../test/helpers/private-haproxy.js'
 import { freePort } from '../test/helpers/server-process.js'
-import { API_KEY, LOAD_CPU, SERVER_CPU, US_PER_TICK, busyShare, coreTicks, cpuTicks, createBenchDatabase, median, startServer, stopServers } from './harness.js'
+import {
+  API_KEY,
+  LOAD_CPU,
+  SERVER_CPU,
+  US_PER_TICK,
+  busyShare,
+  coreTicks,
+  cpuTicks,
+  createBenchDatabase,
+  median,
+  startServer,
+  stopServers,
+} from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
 import { runWrk } from './wrk.js'
 
@@ -46,9 +58,20 @@ interface Measurement {
   total: number
 }
 
-async function drive(base: string, request: () => BenchRequest, duration = DURATION, connections = CONNECTIONS): Promise<Measurement> {
+async function drive(
+  base: string,
+  request: () => BenchRequest,
+  duration = DURATION,
+  connections = CONNECTIONS,
+): Promise<Measurement> {
   const result = await autocannon(loadOptions(base, connections, duration, request))
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad: result.non2xx + result.errors, total: result.requests.total }
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    bad: result.non2xx + result.errors,
+    total: result.requests.total,
+  }
 }
 
 /**
@@ -72,7 +95,12 @@ async function redisCpuSeconds(redis: Redis): Promise<number> {
  * A run with the server's CPU per answered request (µs, from /proc: 10 ms ticks), Redis' CPU per
  * request (its decisions), and how busy the load generator's core was (Redis shares it).
  */
-async function driveWithCpu(base: string, pid: number, request: () => BenchRequest, redis: Redis): Promise<Measurement & { cpuUs: number; redisUs: number; loadCoreBusy: number }> {
+async function driveWithCpu(
+  base: string,
+  pid: number,
+  request: () => BenchRequest,
+  redis: Redis,
+): Promise<Measurement & { cpuUs: number; redisUs: number; loadCoreBusy: number }> {
   const [before, redisBefore, loadBefore] = [cpuTicks(pid), await redisCpuSeconds(redis), coreTicks(LOAD_CPU)]
   const run = await driveWithWrk(base, request)
   const [after, redisAfter, loadAfter] = [cpuTicks(pid), await redisCpuSeconds(redis), coreTicks(LOAD_CPU)]
@@ -112,7 +140,21 @@ const bench = await createBenchDatabase('bench_scale', { vacuumStandIn: false })
 const redisPort = await freePort()
 const redisDir = mkdtempSync(path.join(os.tmpdir(), 'bench-redis-'))
 bench.setup('node-bound') // PostgreSQL on the load generator's core, the replicas' core alone
-spawnHelper('taskset', ['-c', LOAD_CPU, 'redis-server', '--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', redisDir])
+spawnHelper('taskset', [
+  '-c',
+  LOAD_CPU,
+  'redis-server',
+  '--port',
+  String(redisPort),
+  '--bind',
+  '127.0.0.1',
+  '--save',
+  '',
+  '--appendonly',
+  'no',
+  '--dir',
+  redisDir,
+])
 const lines: string[] = []
 
 try {
@@ -129,11 +171,15 @@ try {
   const ports = await Promise.all([freePort(), freePort(), freePort(), freePort()])
   // One at a time: four servers loading at once on one core outlast Fastify's plugin timeout.
   const replicas = []
-  for (const port of ports.slice(0, 3)) replicas.push(await startServer('replica', ['dist/src/server.js'], port, env(redisUrl)))
+  for (const port of ports.slice(0, 3))
+    replicas.push(await startServer('replica', ['dist/src/server.js'], port, env(redisUrl)))
   const inMemory = await startServer('in-memory', ['dist/src/server.js'], ports[3]!, env(null))
   const requests = await createBenchRequests(bench.sql, replicas[0]!.base)
 
-  const table: string[] = ['| replicas | GET user req/s | p50 / p99 ms | POST user req/s | p50 / p99 ms | non-2xx + errors |', '|---:|---:|---:|---:|---:|---:|']
+  const table: string[] = [
+    '| replicas | GET user req/s | p50 / p99 ms | POST user req/s | p50 / p99 ms | non-2xx + errors |',
+    '|---:|---:|---:|---:|---:|---:|',
+  ]
   for (const count of REPLICA_COUNTS) {
     const haproxyPort = await freePort()
     const haproxy = spawnHelper(
@@ -153,7 +199,9 @@ try {
     const post = await drive(base, requests.postNewUser)
     await stopHelper(haproxy)
     await bench.settle()
-    table.push(`| ${count} | ${get.rps.toFixed(0)} | ${get.p50} / ${get.p99} | ${post.rps.toFixed(0)} | ${post.p50} / ${post.p99} | ${get.bad + post.bad} |`)
+    table.push(
+      `| ${count} | ${get.rps.toFixed(0)} | ${get.p50} / ${get.p99} | ${post.rps.toFixed(0)} | ${post.p50} / ${post.p99} | ${get.bad + post.bad} |`,
+    )
     console.log(table.at(-1))
   }
 
@@ -183,7 +231,9 @@ try {
     loadBusy.redis.push(r.loadCoreBusy)
     loadBusy.memory.push(m.loadCoreBusy)
     ratios.push(r.rps / m.rps)
-    console.log(`run ${run + 1}: Redis ${r.rps.toFixed(0)} req/s (${r.cpuUs.toFixed(0)} µs CPU), in memory ${m.rps.toFixed(0)} req/s (${m.cpuUs.toFixed(0)} µs CPU), ratio ${(r.rps / m.rps).toFixed(3)}`)
+    console.log(
+      `run ${run + 1}: Redis ${r.rps.toFixed(0)} req/s (${r.cpuUs.toFixed(0)} µs CPU), in memory ${m.rps.toFixed(0)} req/s (${m.cpuUs.toFixed(0)} µs CPU), ratio ${(r.rps / m.rps).toFixed(3)}`,
+    )
   }
   redisInfo.disconnect()
   const ratio = median(ratios)
@@ -196,7 +246,10 @@ try {
     '# bench-scale results',
     '',
     `Run ${new Date().toISOString()} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}.`,
-    `autocannon ${CONNECTIONS} connections, ${DURATION} s per case, from the same machine; load average at the end ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} (1/5/15 min).`,
+    `autocannon ${CONNECTIONS} connections, ${DURATION} s per case, from the same machine; load average at the end ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' / ')} (1/5/15 min).`,
     '',
     '## Through HAProxy with 1, 2 and 3 replicas (Redis rate-limit store, one PostgreSQL database)',
     '',

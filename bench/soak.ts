@@ -14,7 +14,19 @@ import path from 'node:path'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
 import { correlation, startCoreSpeedProbes } from './core-speed.js'
-import { LOAD_CPU, SERVER_CPU, type Setup, US_PER_TICK, cpuTicks, createBenchDatabase, mean, median, postgresCpuTicks, startService, stopServers } from './harness.js'
+import {
+  LOAD_CPU,
+  SERVER_CPU,
+  type Setup,
+  US_PER_TICK,
+  cpuTicks,
+  createBenchDatabase,
+  mean,
+  median,
+  postgresCpuTicks,
+  startService,
+  stopServers,
+} from './harness.js'
 import { createBenchRequests, loadOptions } from './requests.js'
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600)
@@ -63,20 +75,31 @@ try {
     const pgTicks = postgresCpuTicks()
     const requests = answered - last
     const perRequest = (spent: number) => (requests ? (spent * US_PER_TICK) / requests : 0)
-    samples.push({ at, rps: requests / SAMPLE_SECONDS, rss: rssMiB(pid), cpuUs: perRequest(ticks - lastTicks), pgUs: perRequest(pgTicks - lastPgTicks) })
+    samples.push({
+      at,
+      rps: requests / SAMPLE_SECONDS,
+      rss: rssMiB(pid),
+      cpuUs: perRequest(ticks - lastTicks),
+      pgUs: perRequest(pgTicks - lastPgTicks),
+    })
     last = answered
     lastTicks = ticks
     lastPgTicks = pgTicks
     const s = samples.at(-1)!
     void cores.read().then((ms) => {
       s.coreMs = ms
-      console.log(`${at}s ${Math.round(s.rps)} req/s, RSS ${s.rss.toFixed(1)} MiB, CPU/request ${Math.round(s.cpuUs)} µs (PostgreSQL ${Math.round(s.pgUs)}), fixed work ${ms.join(' / ')} ms`)
+      console.log(
+        `${at}s ${Math.round(s.rps)} req/s, RSS ${s.rss.toFixed(1)} MiB, CPU/request ${Math.round(s.cpuUs)} µs (PostgreSQL ${Math.round(s.pgUs)}), fixed work ${ms.join(' / ')} ms`,
+      )
     })
   }, SAMPLE_SECONDS * 1000)
   // RSS every second: a garbage-collected heap saws up and down between collections, so
   // flatness is judged on each minute's median against the run's, not on single readings.
   const rssReadings: { at: number; rss: number }[] = []
-  const rssTimer = setInterval(() => rssReadings.push({ at: (performance.now() - started) / 1000, rss: rssMiB(pid) }), 1000)
+  const rssTimer = setInterval(
+    () => rssReadings.push({ at: (performance.now() - started) / 1000, rss: rssMiB(pid) }),
+    1000,
+  )
   const result = await run
   clearInterval(timer)
   clearInterval(rssTimer)
@@ -87,7 +110,8 @@ try {
   // Minutes 2..last (the first is warm-up): each one's median RSS and its mean throughput.
   const minuteCount = Math.floor(SECONDS / 60)
   const minuteNumbers = Array.from({ length: Math.max(0, minuteCount - 1) }, (_, i) => i + 2)
-  const inMinute = <T extends { at: number }>(xs: T[], m: number) => xs.filter((x) => x.at > (m - 1) * 60 && x.at <= m * 60)
+  const inMinute = <T extends { at: number }>(xs: T[], m: number) =>
+    xs.filter((x) => x.at > (m - 1) * 60 && x.at <= m * 60)
   const minutes = minuteNumbers
     .map((m) => ({ m, rss: inMinute(rssReadings, m), rps: inMinute(samples, m) }))
     .filter((x) => x.rss.length > 0 && x.rps.length > 0)
@@ -112,7 +136,10 @@ try {
   const probed = samples.filter((s) => s.at > 60 && s.coreMs)
   const coreLine = (i: number, name: string) => {
     const ms = probed.map((s) => s.coreMs![i]!)
-    const r = correlation(probed.map((s) => s.rps), ms)
+    const r = correlation(
+      probed.map((s) => s.rps),
+      ms,
+    )
     return `${name} ${Math.min(...ms).toFixed(0)}–${Math.max(...ms).toFixed(0)} ms (r = ${r.toFixed(2)})`
   }
   const report = [
@@ -125,11 +152,17 @@ try {
     `- throughput, minutes 2–${minuteCount}: per-minute means ${minutes.map((x) => Math.round(x.rps)).join(', ')} req/s; median ${Math.round(rpsFlat.mid)}, largest deviation ${(rpsFlat.worst * 100).toFixed(1)} % (target ≤ ${TOLERANCE * 100} %): ${verdict(rpsFlat.worst)}`,
     `- RSS, minutes 2–${minuteCount} (read every second): per-minute medians ${minutes.map((x) => x.rss.toFixed(1)).join(', ')} MiB; median ${rssFlat.mid.toFixed(1)}, largest deviation ${(rssFlat.worst * 100).toFixed(1)} % (target ≤ ${TOLERANCE * 100} %): ${verdict(rssFlat.worst)}; single readings ${Math.min(...steady.map((r) => r.rss)).toFixed(1)}–${Math.max(...steady.map((r) => r.rss)).toFixed(1)} MiB (the heap between collections)`,
     `- first minute ${Math.round(firstMinute)} req/s, last minute ${Math.round(lastMinute)} req/s; service CPU per request: first minute ${Math.round(cpuFirst)} µs, last minute ${Math.round(cpuLast)} µs (ratio ${(cpuLast / cpuFirst).toFixed(2)}); PostgreSQL's CPU per request (all its processes): minute 2 ${Math.round(pgSecond)} µs, last minute ${Math.round(pgLast)} µs (ratio ${(pgLast / pgSecond).toFixed(2)})`,
-    `- the machine: a fixed piece of work (a random walk over 32 MiB, its own CPU time) took, from minute 2 on, ${coreLine(0, "on the service's core")}, ${coreLine(1, 'on the other core')}; r: its correlation with the sample's throughput, strongly negative when the machine's speed moved the throughput. The service's CPU per request against the work's time on its core: r = ${correlation(probed.map((s) => s.cpuUs), probed.map((s) => s.coreMs![0]!)).toFixed(2)} (positive: the same requests cost more CPU while the core was slow)`,
+    `- the machine: a fixed piece of work (a random walk over 32 MiB, its own CPU time) took, from minute 2 on, ${coreLine(0, "on the service's core")}, ${coreLine(1, 'on the other core')}; r: its correlation with the sample's throughput, strongly negative when the machine's speed moved the throughput. The service's CPU per request against the work's time on its core: r = ${correlation(
+      probed.map((s) => s.cpuUs),
+      probed.map((s) => s.coreMs![0]!),
+    ).toFixed(2)} (positive: the same requests cost more CPU while the core was slow)`,
     '',
     "| t (s) | req/s | RSS MiB | service CPU µs/request | PostgreSQL CPU µs/request | fixed work ms, service's core / other core |",
     '|---|---|---|---|---|---|',
-    ...samples.map((s) => `| ${s.at} | ${Math.round(s.rps)} | ${s.rss.toFixed(1)} | ${Math.round(s.cpuUs)} | ${Math.round(s.pgUs)} | ${s.coreMs?.join(' / ') ?? '–'} |`),
+    ...samples.map(
+      (s) =>
+        `| ${s.at} | ${Math.round(s.rps)} | ${s.rss.toFixed(1)} | ${Math.round(s.cpuUs)} | ${Math.round(s.pgUs)} | ${s.coreMs?.join(' / ') ?? '–'} |`,
+    ),
     '',
   ].join('\n')
   writeFileSync(path.join(projectRoot, 'bench/soak.md'), report)

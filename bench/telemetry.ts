@@ -13,7 +13,12 @@ import postgres from 'postgres'
 import { createClient } from '../src/db/client.js'
 import { migrate } from '../src/db/migrate.js'
 import { projectRoot } from '../src/paths.js'
-import { createTelemetryLifecycleRepository, DAY_MS, isLockTimeout, partitionName } from '../src/repositories/telemetry-lifecycle.js'
+import {
+  createTelemetryLifecycleRepository,
+  DAY_MS,
+  isLockTimeout,
+  partitionName,
+} from '../src/repositories/telemetry-lifecycle.js'
 import { ADMIN_URL, databaseUrl } from '../test/helpers/database.js'
 import { METRICS_TARGETS_MS } from './telemetry-seed.js'
 
@@ -26,7 +31,8 @@ const SPAN_MS = 7 * DAY_MS
 const KEY = 'bench'
 const ERASED_SESSION = 'bench-erase-me'
 
-const p = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? Number.NaN
+const p = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? Number.NaN
 const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 1 })
 
 /**
@@ -40,8 +46,10 @@ function batchBody(b: number): string {
     const s = Math.floor(n / 4)
     const k = n % 4
     const at = NOW - SPAN_MS + Math.floor((s * SPAN_MS) / SEARCHES) + k * 7000 - 21000
-    const event = k === 0 ? 'search_query' : k === 3 ? 'search_success' : s % 4 === 1 ? 'search_result_view' : 'search_result_click'
-    const success = k === 3 && s % 2 === 0 ? 300 + ((s * 7919) % 20000) : k === 1 && s % 3 === 0 ? 200 + ((s * 104729) % 30000) : 0
+    const event =
+      k === 0 ? 'search_query' : k === 3 ? 'search_success' : s % 4 === 1 ? 'search_result_view' : 'search_result_click'
+    const success =
+      k === 3 && s % 2 === 0 ? 300 + ((s * 7919) % 20000) : k === 1 && s % 3 === 0 ? 200 + ((s * 104729) % 30000) : 0
     events.push(
       `{"event":"${event}","emitted_at_ms":${at},"session_id":"s-${Math.floor(s / 5)}","query_id":"q-${s}","query_text":"rate limit headers ${s % 97}",` +
         `"page_path":"/docs/p${s % 50}","results_count":${k === 0 ? s % 5 : 0},"result_rank":${k === 1 || k === 2 ? k : 0},"time_to_success_ms":${success}}`,
@@ -75,19 +83,35 @@ try {
   ddl = await sql.reserve()
   const lifecycle = createTelemetryLifecycleRepository(ddl as never)
   for (let day = Math.floor((NOW - SPAN_MS) / DAY_MS) * DAY_MS - DAY_MS; day <= NOW + 2 * DAY_MS; day += DAY_MS) {
-    if (!(await lifecycle.partitions()).some((x) => x.name === partitionName(day))) await lifecycle.createPartition(partitionName(day), day, day + DAY_MS)
+    if (!(await lifecycle.partitions()).some((x) => x.name === partitionName(day)))
+      await lifecycle.createPartition(partitionName(day), day, day + DAY_MS)
   }
 
   const port = await freePort()
   child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     cwd: projectRoot,
-    env: { ...process.env, DATABASE_URL: url, API_KEYS: KEY, LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '10000000', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0', PORT: String(port), HOST: '127.0.0.1' },
+    env: {
+      ...process.env,
+      DATABASE_URL: url,
+      API_KEYS: KEY,
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_MAX: '10000000',
+      LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+    },
     stdio: ['ignore', 'inherit', 'inherit'],
   })
   const base = `http://127.0.0.1:${port}`
   for (let i = 0; ; i++) {
     if (i > 600) throw new Error('server did not start')
-    if (await fetch(`${base}/live`).then((r) => r.ok, () => false)) break
+    if (
+      await fetch(`${base}/live`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break
     await sleep(100)
   }
   const headers = { 'content-type': 'application/json', 'x-api-key': KEY }
@@ -112,15 +136,21 @@ try {
         latencies.push((await post(batchBody(b))).ms)
         if (performance.now() - lastReport > 60_000) {
           lastReport = performance.now()
-          console.log(`  … ${fmt((next * BATCH) / 1e6)}M events, ${fmt((next * BATCH) / ((lastReport - seedStart) / 1000))} events/s`)
+          console.log(
+            `  … ${fmt((next * BATCH) / 1e6)}M events, ${fmt((next * BATCH) / ((lastReport - seedStart) / 1000))} events/s`,
+          )
         }
       }
     }),
   )
   const seedSeconds = (performance.now() - seedStart) / 1000
   latencies.sort((a, b) => a - b)
-  console.log(`scale: ${fmt(batches * BATCH)} events (${fmt(SEARCHES)} searches of 4 events over 7 days), ${CONCURRENCY} clients, batches of ${BATCH}`)
-  console.log(`ingest through the batch API: ${fmt((batches * BATCH) / seedSeconds)} events/s sustained (${fmt(seedSeconds)} s); per batch p50 ${fmt(p(latencies, 0.5))} ms, p99 ${fmt(p(latencies, 0.99))} ms (target ≥ 50,000 events/s)`)
+  console.log(
+    `scale: ${fmt(batches * BATCH)} events (${fmt(SEARCHES)} searches of 4 events over 7 days), ${CONCURRENCY} clients, batches of ${BATCH}`,
+  )
+  console.log(
+    `ingest through the batch API: ${fmt((batches * BATCH) / seedSeconds)} events/s sustained (${fmt(seedSeconds)} s); per batch p50 ${fmt(p(latencies, 0.5))} ms, p99 ${fmt(p(latencies, 0.99))} ms (target ≥ 50,000 events/s)`,
+  )
   await bulk`vacuum analyze docs_search_events, docs_search_queries, docs_search_kpi_buckets`
 
   // 2. Disk per event.
@@ -140,14 +170,18 @@ try {
     const timings: number[] = []
     for (let i = 0; i < 20; i++) {
       const t0 = performance.now()
-      const r = await fetch(`${base}/api/v1/telemetry/docs-search/metrics?window_minutes=${window}`, { headers: { 'x-api-key': KEY } })
+      const r = await fetch(`${base}/api/v1/telemetry/docs-search/metrics?window_minutes=${window}`, {
+        headers: { 'x-api-key': KEY },
+      })
       if (r.status !== 200) throw new Error(`metrics answered ${r.status}`)
       await r.json()
       timings.push(performance.now() - t0)
     }
     const cold = timings.slice(0, 10).sort((a, b) => a - b)
     const warm = timings.slice(10).sort((a, b) => a - b)
-    console.log(`KPI window ${window} min: median ${fmt(p(warm, 0.5))} ms (target ≤ ${METRICS_TARGETS_MS[window]} ms); the first 10 calls: median ${fmt(p(cold, 0.5))} ms, max ${fmt(cold.at(-1)!)} ms`)
+    console.log(
+      `KPI window ${window} min: median ${fmt(p(warm, 0.5))} ms (target ≤ ${METRICS_TARGETS_MS[window]} ms); the first 10 calls: median ${fmt(p(cold, 0.5))} ms, max ${fmt(cold.at(-1)!)} ms`,
+    )
   }
 
   // 4. Ingest p99 without and during the drop of the oldest day (a partition): a steady load of
@@ -157,7 +191,8 @@ try {
     const samples: { started: number; ms: number }[] = []
     const until = performance.now() + seconds * 1000
     const clients = Array.from({ length: CONCURRENCY }, async () => {
-      while (performance.now() < until) samples.push(await post(batchBody(batches - 1 - (b0++ % Math.min(200, batches)))))
+      while (performance.now() < until)
+        samples.push(await post(batchBody(batches - 1 - (b0++ % Math.min(200, batches)))))
     })
     const extra = during ? sleep(seconds * 400).then(during) : Promise.resolve()
     await Promise.all([...clients, extra])
@@ -166,7 +201,9 @@ try {
   const baseline = (await load(6)).map((s) => s.ms).sort((a, b) => a - b)
   // The first whole day of the seeded week (the day before it holds only its last hours).
   const oldest = Math.floor((NOW - SPAN_MS) / DAY_MS) * DAY_MS + DAY_MS
-  const [{ n: dayRows }] = (await bulk.unsafe(`select count(*)::bigint as n from ${partitionName(oldest)}`)) as unknown as [{ n: string }]
+  const [{ n: dayRows }] = (await bulk.unsafe(
+    `select count(*)::bigint as n from ${partitionName(oldest)}`,
+  )) as unknown as [{ n: string }]
   let drop = { started: 0, ms: 0, attempts: 0 }
   const duringDrop = await load(6, async () => {
     const started = performance.now()
@@ -181,22 +218,34 @@ try {
       }
     }
   })
-  const overlapping = duringDrop.filter((s) => s.started < drop.started + drop.ms && s.started + s.ms > drop.started).map((s) => s.ms).sort((a, b) => a - b)
+  const overlapping = duringDrop
+    .filter((s) => s.started < drop.started + drop.ms && s.started + s.ms > drop.started)
+    .map((s) => s.ms)
+    .sort((a, b) => a - b)
   const allDuring = duringDrop.map((s) => s.ms).sort((a, b) => a - b)
-  console.log(`drop one day (${fmt(Number(dayRows))} events, one partition): ${fmt(drop.ms)} ms, ${drop.attempts} attempt(s) (target < 1 s)`)
+  console.log(
+    `drop one day (${fmt(Number(dayRows))} events, one partition): ${fmt(drop.ms)} ms, ${drop.attempts} attempt(s) (target < 1 s)`,
+  )
   console.log(
     `ingest p99 without a drop ${fmt(p(baseline, 0.99))} ms; during the 6 s with the drop ${fmt(p(allDuring, 0.99))} ms; ` +
       `the ${overlapping.length} batches in flight across the drop: max ${fmt(overlapping.at(-1) ?? 0)} ms (target: within 2× of without)`,
   )
 
   // 5. Erase one session of 1,000 events spread over the week.
-  const erasable = Array.from({ length: 1000 }, (_, i) =>
-    `{"event":"search_query","emitted_at_ms":${NOW - Math.floor((i * (SPAN_MS - DAY_MS)) / 1000) - 1000},"session_id":"${ERASED_SESSION}","query_id":"erase-${i}","query_text":"private words"}`,
+  const erasable = Array.from(
+    { length: 1000 },
+    (_, i) =>
+      `{"event":"search_query","emitted_at_ms":${NOW - Math.floor((i * (SPAN_MS - DAY_MS)) / 1000) - 1000},"session_id":"${ERASED_SESSION}","query_id":"erase-${i}","query_text":"private words"}`,
   )
   for (let i = 0; i < 1000; i += BATCH) await post(`{"events":[${erasable.slice(i, i + BATCH).join(',')}]}`)
   const t0 = performance.now()
-  const erased = await fetch(`${base}/api/v1/telemetry/docs-search/sessions/${ERASED_SESSION}`, { method: 'DELETE', headers: { 'x-api-key': KEY } }).then((r) => r.json())
-  console.log(`erase one session of ${(erased as { erased_events: number }).erased_events} events: ${fmt(performance.now() - t0)} ms (target < 1 s)`)
+  const erased = await fetch(`${base}/api/v1/telemetry/docs-search/sessions/${ERASED_SESSION}`, {
+    method: 'DELETE',
+    headers: { 'x-api-key': KEY },
+  }).then((r) => r.json())
+  console.log(
+    `erase one session of ${(erased as { erased_events: number }).erased_events} events: ${fmt(performance.now() - t0)} ms (target < 1 s)`,
+  )
 } finally {
   ddl?.release()
   if (child && child.exitCode === null) {

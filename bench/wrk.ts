@@ -51,12 +51,21 @@ end
 }
 
 /** One wrk run of `durationS` seconds over `connections` connections, one thread (on this process' core). */
-export async function runWrk(base: string, connections: number, durationS: number, requests: BenchRequest[]): Promise<WrkResult> {
+export async function runWrk(
+  base: string,
+  connections: number,
+  durationS: number,
+  requests: BenchRequest[],
+): Promise<WrkResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-wrk-'))
   try {
     const file = path.join(dir, 'requests.lua')
     writeFileSync(file, script(requests))
-    const { stdout } = await promisify(execFile)('wrk', ['-t1', `-c${connections}`, `-d${durationS}s`, '--timeout', '5s', '-s', file, base], { maxBuffer: 1 << 20 })
+    const { stdout } = await promisify(execFile)(
+      'wrk',
+      ['-t1', `-c${connections}`, `-d${durationS}s`, '--timeout', '5s', '-s', file, base],
+      { maxBuffer: 1 << 20 },
+    )
     const line = stdout.split('\n').find((l) => l.startsWith('{"total"'))
     if (!line) throw new Error(`wrk printed no summary:\n${stdout}`)
     const r = JSON.parse(line) as { total: number; us: number; bad: number; p50: number; p99: number }

@@ -5,22 +5,30 @@ import { invalidQueryParameter } from '../src/validation/request-validation-erro
 import { requireOwner } from './owner.js'
 import type { HandlerDeps, ServiceHandlers } from './types.js'
 
-export function createErrorLogHandlers({ db, answerIdempotently }: HandlerDeps): ServiceHandlers<'createErrorLog' | 'listErrorLogs'> {
+export function createErrorLogHandlers({
+  db,
+  answerIdempotently,
+}: HandlerDeps): ServiceHandlers<'createErrorLog' | 'listErrorLogs'> {
   return {
     async createErrorLog(request, reply) {
       const body = request.body
-      return answerIdempotently(request, reply, () => requireOwner(db.repos, body), async ({ repos }, owner) => {
-        const conspectusUuid = body.conspectus_uuid ?? null
-        if (conspectusUuid && !(await repos.conspectuses.exists(owner.client_uuid, conspectusUuid))) {
-          throw appError('CONSPECTUS_NOT_FOUND')
-        }
-        const entry = await repos.errorLogs.create(owner.client_uuid, {
-          message: body.message,
-          conspectus_uuid: conspectusUuid,
-          context: body.context ?? null,
-        })
-        return { status: 201, body: entry }
-      })
+      return answerIdempotently(
+        request,
+        reply,
+        () => requireOwner(db.repos, body),
+        async ({ repos }, owner) => {
+          const conspectusUuid = body.conspectus_uuid ?? null
+          if (conspectusUuid && !(await repos.conspectuses.exists(owner.client_uuid, conspectusUuid))) {
+            throw appError('CONSPECTUS_NOT_FOUND')
+          }
+          const entry = await repos.errorLogs.create(owner.client_uuid, {
+            message: body.message,
+            conspectus_uuid: conspectusUuid,
+            context: body.context ?? null,
+          })
+          return { status: 201, body: entry }
+        },
+      )
     },
 
     async listErrorLogs(request) {
@@ -28,7 +36,11 @@ export function createErrorLogHandlers({ db, answerIdempotently }: HandlerDeps):
       const after = cursor === undefined ? undefined : decodeCursor(cursor)
       if (after === null) throw invalidQueryParameter('cursor', cursor, 'is not a cursor this service issued')
       const owner = await requireOwner(db.repos, { system_user_id, system_uuid })
-      const page = await db.repos.errorLogs.page(owner.client_uuid, { conspectusUuid: conspectus_uuid, after, limit: limit ?? 20 })
+      const page = await db.repos.errorLogs.page(owner.client_uuid, {
+        conspectusUuid: conspectus_uuid,
+        after,
+        limit: limit ?? 20,
+      })
       return { items: page.items, next_cursor: page.next ? encodeCursor(page.next) : null }
     },
   }

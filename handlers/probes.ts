@@ -49,7 +49,10 @@ export function createProbeHandlers(deps: HandlerDeps): ServiceHandlers<'getLive
       if (deps.isDraining()) checks.shutdown = 'draining'
       const ready = database.ok && !overloaded && !deps.isDraining()
       reply.code(ready ? 200 : 503)
-      return { status: ready ? 'ready' : 'not_ready', checks, db_latency_ms: database.latencyMs } satisfies SuccessBody<'getReady', 200>
+      return { status: ready ? 'ready' : 'not_ready', checks, db_latency_ms: database.latencyMs } satisfies SuccessBody<
+        'getReady',
+        200
+      >
     },
   }
 }

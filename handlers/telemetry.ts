@@ -1,7 +1,11 @@
 // ingestDocsSearchEvent, ingestDocsSearchEventBatch, getDocsSearchTelemetryMetrics, eraseDocsSearchSession.
 import type { HandlerDeps, ServiceHandlers, SuccessBody } from './types.js'
 
-type TelemetryOperations = 'ingestDocsSearchEvent' | 'ingestDocsSearchEventBatch' | 'getDocsSearchTelemetryMetrics' | 'eraseDocsSearchSession'
+type TelemetryOperations =
+  | 'ingestDocsSearchEvent'
+  | 'ingestDocsSearchEventBatch'
+  | 'getDocsSearchTelemetryMetrics'
+  | 'eraseDocsSearchSession'
 
 export function createTelemetryHandlers({ db, now }: HandlerDeps): ServiceHandlers<TelemetryOperations> {
   return {

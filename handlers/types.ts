@@ -12,15 +12,22 @@ export type OperationName = keyof operations
 type Json<T> = T extends { content: { 'application/json': infer B } } ? B : never
 export type RequestBody<Op extends OperationName> = operations[Op] extends { requestBody: infer R } ? Json<R> : never
 export type PathParams<Op extends OperationName> = operations[Op]['parameters'] extends { path: infer P } ? P : never
-export type QueryParams<Op extends OperationName> = operations[Op]['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never
-export type SuccessBody<Op extends OperationName, S extends keyof operations[Op]['responses']> = Json<operations[Op]['responses'][S]>
+export type QueryParams<Op extends OperationName> = operations[Op]['parameters'] extends { query?: infer Q }
+  ? NonNullable<Q>
+  : never
+export type SuccessBody<Op extends OperationName, S extends keyof operations[Op]['responses']> = Json<
+  operations[Op]['responses'][S]
+>
 
 export type OperationRequest<Op extends OperationName> = FastifyRequest<{
   Body: RequestBody<Op>
   Params: PathParams<Op>
   Querystring: QueryParams<Op>
 }>
-export type OperationHandler<Op extends OperationName> = (request: OperationRequest<Op>, reply: FastifyReply) => Promise<unknown>
+export type OperationHandler<Op extends OperationName> = (
+  request: OperationRequest<Op>,
+  reply: FastifyReply,
+) => Promise<unknown>
 export type ServiceHandlers<Ops extends OperationName> = { [Op in Ops]: OperationHandler<Op> }
 
 /** What the handlers need of the database: the pool (for the readiness probe) and repositories over it. */

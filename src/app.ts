@@ -1,6 +1,11 @@
 // Composition root: the HTTP edge, the cross-cutting plugins and the routes. The order of
 // checks on a request is decided in one place: src/plugins/app/request-pipeline.ts.
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyServerOptions,
+} from 'fastify'
 import pinoPretty from 'pino-pretty'
 import type { Config } from './config.js'
 import type { Sql } from './db/client.js'
@@ -62,7 +67,9 @@ export async function buildApp({ config, sql, logger, now, tracing }: AppOptions
   // A ready-made pino instance (tests capture lines) goes in as loggerInstance.
   const isInstance = typeof (logger as { info?: unknown } | undefined)?.info === 'function'
   const app: FastifyInstance = Fastify({
-    ...(isInstance ? { loggerInstance: logger as FastifyBaseLogger } : { logger: (logger === undefined ? loggerOptions(config) : logger) as boolean }),
+    ...(isInstance
+      ? { loggerInstance: logger as FastifyBaseLogger }
+      : { logger: (logger === undefined ? loggerOptions(config) : logger) as boolean }),
     ...serverOptions(config),
     bodyLimit: config.bodyLimitBytes,
     genReqId: requestIdFrom,

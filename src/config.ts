@@ -65,12 +65,16 @@ function fraction(env: NodeJS.ProcessEnv, name: string, fallback: number): numbe
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
   const value = Number(raw)
-  if (!Number.isFinite(value) || value < 0 || value > 1) throw new ConfigError(`${name} must be a number from 0 to 1, got "${raw}"`)
+  if (!Number.isFinite(value) || value < 0 || value > 1)
+    throw new ConfigError(`${name} must be a number from 0 to 1, got "${raw}"`)
   return value
 }
 
 function list(raw: string | undefined): string[] {
-  return (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+  return (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -88,13 +92,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw err
   }
   if (apiKeys.length === 0 && apiKeyEntries.length === 0 && appEnv !== 'dev') {
-    throw new ConfigError(`API_KEYS is required when APP_ENV=${appEnv} (comma-separated keys), or API_KEYS_FILE (a JSON file of key entries)`)
+    throw new ConfigError(
+      `API_KEYS is required when APP_ENV=${appEnv} (comma-separated keys), or API_KEYS_FILE (a JSON file of key entries)`,
+    )
   }
   // The provider-state route writes data with a full-access key: never in production.
   const contractStates = env.CONTRACT_STATES === '1'
-  if (env.CONTRACT_STATES && !['0', '1'].includes(env.CONTRACT_STATES)) throw new ConfigError(`CONTRACT_STATES must be 0 or 1, got "${env.CONTRACT_STATES}"`)
-  if (contractStates && appEnv === 'prod') throw new ConfigError('CONTRACT_STATES=1 is for contract tests only and refused with APP_ENV=prod')
-  if (contractStates && apiKeys.length === 0 && appEnv !== 'dev') throw new ConfigError('CONTRACT_STATES=1 needs a full-access key in API_KEYS')
+  if (env.CONTRACT_STATES && !['0', '1'].includes(env.CONTRACT_STATES))
+    throw new ConfigError(`CONTRACT_STATES must be 0 or 1, got "${env.CONTRACT_STATES}"`)
+  if (contractStates && appEnv === 'prod')
+    throw new ConfigError('CONTRACT_STATES=1 is for contract tests only and refused with APP_ENV=prod')
+  if (contractStates && apiKeys.length === 0 && appEnv !== 'dev')
+    throw new ConfigError('CONTRACT_STATES=1 needs a full-access key in API_KEYS')
   const logLevel = env.LOG_LEVEL || 'info'
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`)
@@ -110,11 +119,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const bodyLimitBytes = integer(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824)
   const bodyBytesInFlightMax = integer(env, 'BODY_BYTES_IN_FLIGHT_MAX', 32 * 1_048_576, 0, Number.MAX_SAFE_INTEGER)
   if (bodyBytesInFlightMax !== 0 && bodyBytesInFlightMax < bodyLimitBytes) {
-    throw new ConfigError(`BODY_BYTES_IN_FLIGHT_MAX must be 0 or at least BODY_LIMIT_BYTES (${bodyLimitBytes}), got "${env.BODY_BYTES_IN_FLIGHT_MAX}"`)
+    throw new ConfigError(
+      `BODY_BYTES_IN_FLIGHT_MAX must be 0 or at least BODY_LIMIT_BYTES (${bodyLimitBytes}), got "${env.BODY_BYTES_IN_FLIGHT_MAX}"`,
+    )
   }
   const telemetryRetentionDays = integer(env, 'TELEMETRY_RETENTION_DAYS', 30, 1, 36_500)
   if (telemetryRetentionDays < LONGEST_KPI_WINDOW_DAYS) {
-    throw new ConfigError(`TELEMETRY_RETENTION_DAYS must be at least ${LONGEST_KPI_WINDOW_DAYS} (the longest KPI window), got "${env.TELEMETRY_RETENTION_DAYS}"`)
+    throw new ConfigError(
+      `TELEMETRY_RETENTION_DAYS must be at least ${LONGEST_KPI_WINDOW_DAYS} (the longest KPI window), got "${env.TELEMETRY_RETENTION_DAYS}"`,
+    )
   }
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
@@ -145,7 +158,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       // Off by default: a process that is merely busy sits near 1.0 without being late.
       maxEventLoopUtilization: fraction(env, 'LOAD_SHED_MAX_EVENT_LOOP_UTILIZATION', 0),
       // Default: 90 % of V8's heap limit, before the process would die of it.
-      maxHeapUsedBytes: integer(env, 'LOAD_SHED_MAX_HEAP_USED_BYTES', Math.floor(getHeapStatistics().heap_size_limit * 0.9), 0, Number.MAX_SAFE_INTEGER),
+      maxHeapUsedBytes: integer(
+        env,
+        'LOAD_SHED_MAX_HEAP_USED_BYTES',
+        Math.floor(getHeapStatistics().heap_size_limit * 0.9),
+        0,
+        Number.MAX_SAFE_INTEGER,
+      ),
       maxRssBytes: integer(env, 'LOAD_SHED_MAX_RSS_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
       retryAfterSeconds: integer(env, 'LOAD_SHED_RETRY_AFTER_SECONDS', 2, 1, 3600),
     },

@@ -19,7 +19,8 @@ async function main(config: Config) {
 
   const app = await buildApp({ config, sql, tracing })
   if (embedded) app.log.info({ dataDir: config.dataDir }, 'no DATABASE_URL: using embedded PostgreSQL (PGlite)')
-  if (config.apiKeys.includes(DEV_API_KEY)) app.log.warn(`API_KEYS is not set: APP_ENV=dev accepts the development key "${DEV_API_KEY}"`)
+  if (config.apiKeys.includes(DEV_API_KEY))
+    app.log.warn(`API_KEYS is not set: APP_ENV=dev accepts the development key "${DEV_API_KEY}"`)
   await app.listen({ port: config.port, host: config.host })
 
   let stopping = false
@@ -39,7 +40,8 @@ async function main(config: Config) {
     await sql.end({ timeout: 5 })
     await embedded?.stop()
     // Exports the spans still buffered; an unreachable collector does not hold the exit up.
-    if (tracing) await Promise.race([tracing.shutdown().catch(() => {}), new Promise((r) => setTimeout(r, 2000).unref())])
+    if (tracing)
+      await Promise.race([tracing.shutdown().catch(() => {}), new Promise((r) => setTimeout(r, 2000).unref())])
     app.log.info({ signal }, 'stopped')
     process.exit(0)
   }
@@ -50,7 +52,8 @@ async function main(config: Config) {
 try {
   await main(loadConfig())
 } catch (err) {
-  const message = err instanceof ConfigError ? `configuration error: ${err.message}` : `start failed: ${(err as Error).message}`
+  const message =
+    err instanceof ConfigError ? `configuration error: ${err.message}` : `start failed: ${(err as Error).message}`
   process.stderr.write(`${message}\n`)
   process.exit(1)
 }

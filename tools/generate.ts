@@ -35,7 +35,10 @@ const keys = new Set<string>()
 const ENTRY_FIELDS = new Set(['code', 'key', 'status', 'source', 'message', 'group', 'field', 'on', 'operations'])
 for (const entry of catalogue) {
   const unknown = Object.keys(entry).filter((k) => !ENTRY_FIELDS.has(k))
-  if (unknown.length) throw new Error(`x-error-catalogue entry ${entry.key} has unknown fields ${unknown.join(', ')} (quote messages that contain commas)`)
+  if (unknown.length)
+    throw new Error(
+      `x-error-catalogue entry ${entry.key} has unknown fields ${unknown.join(', ')} (quote messages that contain commas)`,
+    )
   if (keys.has(entry.key as string)) throw new Error(`duplicate error key ${entry.key}`)
   keys.add(entry.key as string)
 }
@@ -63,10 +66,16 @@ for (const [route, item] of Object.entries<any>(spec.paths)) {
     const security = op.security ?? spec.security ?? []
     const isPublic = Array.isArray(op.security) && op.security.length === 0
     for (const scheme of security.flatMap((req: Record<string, string[]>) => Object.keys(req))) {
-      if (!spec.components.securitySchemes?.[scheme]) throw new Error(`operation ${op.operationId} names an undeclared security scheme ${scheme}`)
+      if (!spec.components.securitySchemes?.[scheme])
+        throw new Error(`operation ${op.operationId} names an undeclared security scheme ${scheme}`)
     }
     // Scopes sit in `x-required-scopes` (the 1.x security requirement stays `ApiKeyAuth: []`).
-    const scopes = [...new Set<string>([...security.flatMap((req: Record<string, string[]>) => req.ApiKeyAuth ?? []), ...(op['x-required-scopes'] ?? [])])]
+    const scopes = [
+      ...new Set<string>([
+        ...security.flatMap((req: Record<string, string[]>) => req.ApiKeyAuth ?? []),
+        ...(op['x-required-scopes'] ?? []),
+      ]),
+    ]
     if (!isPublic && scopes.length === 0) {
       throw new Error(`operation ${op.operationId} is protected but names no scope (x-required-scopes)`)
     }
@@ -81,10 +90,14 @@ for (const [route, item] of Object.entries<any>(spec.paths)) {
       public: isPublic,
       scopes,
       // Path parameters that are UUIDs: canonical (lower-case) in idempotency scopes.
-      uuidPathParams: resolved.filter((p: any) => p.in === 'path' && p.schema?.format === 'uuid').map((p: any) => p.name),
+      uuidPathParams: resolved
+        .filter((p: any) => p.in === 'path' && p.schema?.format === 'uuid')
+        .map((p: any) => p.name),
       // Where the request names a system_uuid (a key bound to systems may only name those).
       systemUuidIn: [
-        ...resolved.filter((p: any) => p.name === 'system_uuid' && (p.in === 'path' || p.in === 'query')).map((p: any) => p.in),
+        ...resolved
+          .filter((p: any) => p.name === 'system_uuid' && (p.in === 'path' || p.in === 'query'))
+          .map((p: any) => p.in),
         ...(bodyProps.includes('system_uuid') ? ['body'] : []),
       ],
       served: !op['x-no-fastify-config'],
@@ -107,13 +120,19 @@ function rewriteRefs(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(rewriteRefs)
   if (node && typeof node === 'object') {
     return Object.fromEntries(
-      Object.entries(node).map(([k, v]) => [k, k === '$ref' && typeof v === 'string' ? schemaId(refName(v)) : rewriteRefs(v)]),
+      Object.entries(node).map(([k, v]) => [
+        k,
+        k === '$ref' && typeof v === 'string' ? schemaId(refName(v)) : rewriteRefs(v),
+      ]),
     )
   }
   return node
 }
 const schemas = Object.fromEntries(
-  Object.entries(spec.components.schemas).map(([name, s]) => [name, { $id: schemaId(name), ...(rewriteRefs(s) as object) }]),
+  Object.entries(spec.components.schemas).map(([name, s]) => [
+    name,
+    { $id: schemaId(name), ...(rewriteRefs(s) as object) },
+  ]),
 )
 await writeFile(
   path.join(out, 'schemas.ts'),
@@ -121,7 +140,13 @@ await writeFile(
 )
 
 // 5. Standalone validators for every request body schema
-const bodySchemas = [...new Set(Object.values(operations).map((o: any) => o.bodySchema).filter(Boolean))] as string[]
+const bodySchemas = [
+  ...new Set(
+    Object.values(operations)
+      .map((o: any) => o.bodySchema)
+      .filter(Boolean),
+  ),
+] as string[]
 // The time-zone and date-time formats are embedded as source so that validators.cjs needs no project import.
 const { _Code } = createRequire(import.meta.url)('ajv/dist/compile/codegen/code')
 const formatsCode = `({...require("ajv-formats/dist/formats").fullFormats, "iana-time-zone": {type: "string", validate: ${isIanaTimeZone.toString()}}, "date-time": {type: "string", validate: ${isBoundedDateTime.toString()}}})`
@@ -142,4 +167,6 @@ await writeFile(
     `import type { ValidateFunction } from 'ajv'\n` +
     bodySchemas.map((n) => `export declare const ${n}: ValidateFunction\n`).join(''),
 )
-console.log(`generated: ${Object.keys(operations).length} operations, ${catalogue.length} error codes, ${bodySchemas.length} body validators`)
+console.log(
+  `generated: ${Object.keys(operations).length} operations, ${catalogue.length} error codes, ${bodySchemas.length} body validators`,
+)

@@ -10,11 +10,19 @@ export const SECRET_PREFIX = 'ssk_'
 
 export function makeKey(env: NodeJS.ProcessEnv): { secret: string; entry: Record<string, unknown> } {
   const secret = SECRET_PREFIX + randomBytes(32).toString('base64url')
-  const list = (raw: string | undefined) => (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean)
-  const entry: Record<string, unknown> = { id: env.ID ?? '', secret_sha256: createHash('sha256').update(secret).digest('hex') }
+  const list = (raw: string | undefined) =>
+    (raw ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)
+  const entry: Record<string, unknown> = {
+    id: env.ID ?? '',
+    secret_sha256: createHash('sha256').update(secret).digest('hex'),
+  }
   if (list(env.SCOPES).length > 0) entry.scopes = list(env.SCOPES)
   if (list(env.SYSTEMS).length > 0) entry.systems = list(env.SYSTEMS)
-  if (env.RATE_MAX || env.RATE_WINDOW_MS) entry.rate_limit = { max: Number(env.RATE_MAX ?? 1000), window_ms: Number(env.RATE_WINDOW_MS ?? 60_000) }
+  if (env.RATE_MAX || env.RATE_WINDOW_MS)
+    entry.rate_limit = { max: Number(env.RATE_MAX ?? 1000), window_ms: Number(env.RATE_WINDOW_MS ?? 60_000) }
   if (env.EXPIRES_AT) entry.expires_at = env.EXPIRES_AT
   parseKeyFile(JSON.stringify([entry]), 'key')
   return { secret, entry }
@@ -23,7 +31,9 @@ export function makeKey(env: NodeJS.ProcessEnv): { secret: string; entry: Record
 if (import.meta.url === `file://${process.argv[1]}`) {
   try {
     const { secret, entry } = makeKey(process.env)
-    process.stdout.write(`secret (give it to the partner once; it is not stored anywhere):\n${secret}\n\nentry for API_KEYS_FILE:\n${JSON.stringify(entry)}\n`)
+    process.stdout.write(
+      `secret (give it to the partner once; it is not stored anywhere):\n${secret}\n\nentry for API_KEYS_FILE:\n${JSON.stringify(entry)}\n`,
+    )
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`)
     process.exit(1)

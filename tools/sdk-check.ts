@@ -59,7 +59,16 @@ await admin.unsafe(`create database "${name}"`)
 const sql = createClient(databaseUrl(name))
 // Load shedding off: this process also runs the generators and tsc synchronously, which stalls its
 // event loop for seconds; that is this tool's doing, not overload of the service.
-const app = await buildApp({ config: loadConfig({ API_KEYS: 'sdk', LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '100000', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' }), sql, logger: false })
+const app = await buildApp({
+  config: loadConfig({
+    API_KEYS: 'sdk',
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_MAX: '100000',
+    LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
+  }),
+  sql,
+  logger: false,
+})
 let prism: ReturnType<typeof spawn> | undefined
 try {
   await migrate(sql)
@@ -71,17 +80,52 @@ try {
   writeFileSync(specFile, JSON.stringify(served, null, 2))
   const operationIds = listOperations(served).map((o) => o.operationId)
 
-  run('openapi-typescript (default flags)', bin('openapi-typescript'), [specFile, '-o', path.join(out, 'openapi-typescript/api.ts')])
-  run('@hey-api/openapi-ts', bin('openapi-ts'), ['-i', specFile, '-o', path.join(out, 'hey-api'), '-c', '@hey-api/client-fetch'])
-  run('orval (headers: true)', bin('orval'), ['--config', 'orval.config.cjs'], { SDK_SPEC: specFile, SDK_BASE_URL: base })
+  run('openapi-typescript (default flags)', bin('openapi-typescript'), [
+    specFile,
+    '-o',
+    path.join(out, 'openapi-typescript/api.ts'),
+  ])
+  run('@hey-api/openapi-ts', bin('openapi-ts'), [
+    '-i',
+    specFile,
+    '-o',
+    path.join(out, 'hey-api'),
+    '-c',
+    '@hey-api/client-fetch',
+  ])
+  run('orval (headers: true)', bin('orval'), ['--config', 'orval.config.cjs'], {
+    SDK_SPEC: specFile,
+    SDK_BASE_URL: base,
+  })
 
   // The 1.1.1 client: types from the released 1.1.1 document, its own walk.
-  run('openapi-typescript from spec/released/openapi-1.1.1.yaml', bin('openapi-typescript'), [path.join(projectRoot, 'spec/released/openapi-1.1.1.yaml'), '-o', path.join(out, 'v1.1.1/api.ts')])
+  run('openapi-typescript from spec/released/openapi-1.1.1.yaml', bin('openapi-typescript'), [
+    path.join(projectRoot, 'spec/released/openapi-1.1.1.yaml'),
+    '-o',
+    path.join(out, 'v1.1.1/api.ts'),
+  ])
 
   const walks = ['openapi-fetch', 'hey-api', 'orval', 'client-1.1.1']
   for (const walk of walks) {
-    const tscArgs = ['--strict', '--noEmit', '--skipLibCheck', '--target', 'es2022', '--module', 'esnext', '--moduleResolution', 'bundler', '--lib', 'es2022,dom', '--types', 'node']
-    run(`tsc --strict: ${walk} walk and its generated client`, bin('tsc'), [...tscArgs, path.join(sdkDir, `walks/${walk}.ts`)])
+    const tscArgs = [
+      '--strict',
+      '--noEmit',
+      '--skipLibCheck',
+      '--target',
+      'es2022',
+      '--module',
+      'esnext',
+      '--moduleResolution',
+      'bundler',
+      '--lib',
+      'es2022,dom',
+      '--types',
+      'node',
+    ]
+    run(`tsc --strict: ${walk} walk and its generated client`, bin('tsc'), [
+      ...tscArgs,
+      path.join(sdkDir, `walks/${walk}.ts`),
+    ])
   }
   for (const walk of walks) {
     const { walk: go } = await import(pathToFileURL(path.join(sdkDir, `walks/${walk}.ts`)).href)
@@ -94,8 +138,14 @@ try {
   if (!block) throw new Error('docs/integrators.md has no sdk-check shell block')
   const docDir = path.join(out, 'integrators')
   mkdirSync(path.join(docDir, 'examples/client'), { recursive: true })
-  copyFileSync(path.join(projectRoot, 'examples/client/orval.config.ts'), path.join(docDir, 'examples/client/orval.config.ts'))
-  writeFileSync(path.join(docDir, 'commands.sh'), `set -euo pipefail\ncd '${docDir}'\n${block.replaceAll('http://localhost:3000', base)}`)
+  copyFileSync(
+    path.join(projectRoot, 'examples/client/orval.config.ts'),
+    path.join(docDir, 'examples/client/orval.config.ts'),
+  )
+  writeFileSync(
+    path.join(docDir, 'commands.sh'),
+    `set -euo pipefail\ncd '${docDir}'\n${block.replaceAll('http://localhost:3000', base)}`,
+  )
   // Asynchronous: the commands fetch /openapi.json from this very process.
   const started = Date.now()
   await new Promise<void>((resolve, reject) => {
@@ -103,20 +153,42 @@ try {
     let log = ''
     child.stdout!.on('data', (d) => (log += d))
     child.stderr!.on('data', (d) => (log += d))
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`docs/integrators.md commands failed:\n${log}`))))
+    child.on('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`docs/integrators.md commands failed:\n${log}`)),
+    )
   })
   console.log(`ok   docs/integrators.md commands, as written (${((Date.now() - started) / 1000).toFixed(1)} s)`)
   const client = path.join(docDir, 'examples/client')
-  const strictArgs = ['--strict', '--noEmit', '--skipLibCheck', '--target', 'es2022', '--module', 'esnext', '--moduleResolution', 'bundler', '--lib', 'es2022,dom', '--types', 'node']
+  const strictArgs = [
+    '--strict',
+    '--noEmit',
+    '--skipLibCheck',
+    '--target',
+    'es2022',
+    '--module',
+    'esnext',
+    '--moduleResolution',
+    'bundler',
+    '--lib',
+    'es2022,dom',
+    '--types',
+    'node',
+  ]
   for (const generated of ['api.ts', 'hey-api/index.ts', 'orval/client.ts']) {
-    run(`tsc --strict: ${generated} from the docs/integrators.md commands`, bin('tsc'), [...strictArgs, path.join(client, generated)])
+    run(`tsc --strict: ${generated} from the docs/integrators.md commands`, bin('tsc'), [
+      ...strictArgs,
+      path.join(client, generated),
+    ])
   }
 
   // Prism does not know the spec's own `iana-time-zone` format (our Ajv enforces it).
   const prismSpec = path.join(out, 'prism-openapi.json')
   writeFileSync(prismSpec, JSON.stringify(served).replaceAll('"format":"iana-time-zone",', ''))
   const prismPort = await freePort()
-  prism = spawn(bin('prism'), ['mock', prismSpec, '-p', String(prismPort), '-h', '127.0.0.1'], { cwd: sdkDir, stdio: ['ignore', 'pipe', 'pipe'] })
+  prism = spawn(bin('prism'), ['mock', prismSpec, '-p', String(prismPort), '-h', '127.0.0.1'], {
+    cwd: sdkDir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let prismLog = ''
   prism.stdout!.on('data', (d) => (prismLog += d))
   prism.stderr!.on('data', (d) => (prismLog += d))

@@ -20,7 +20,15 @@ const port = await freePort()
 // Migrations run at start (src/server.ts), so the fresh database is all it needs.
 const server = spawn(node, ['dist/src/server.js'], {
   cwd: projectRoot,
-  env: { ...process.env, DATABASE_URL: databaseUrl(name), API_KEYS: 'smoke', PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'production' },
+  env: {
+    ...process.env,
+    DATABASE_URL: databaseUrl(name),
+    API_KEYS: 'smoke',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    NODE_ENV: 'production',
+  },
   stdio: ['ignore', 'pipe', 'pipe'],
 })
 let log = ''

@@ -37,15 +37,24 @@ export const legacyKeyId = (secret: string) => `key-${sha256(secret).toString('h
 
 export class DuplicateSecretError extends Error {}
 
-export function createApiKeyRegistry(legacySecrets: readonly string[], entries: readonly KeyFileEntry[] = []): ApiKeyRegistry {
+export function createApiKeyRegistry(
+  legacySecrets: readonly string[],
+  entries: readonly KeyFileEntry[] = [],
+): ApiKeyRegistry {
   const secrets = new Map<string, Secret>()
   const add = (hex: string, secret: Secret, label: string) => {
-    if (secrets.has(hex)) throw new DuplicateSecretError(`${label}: the same secret is configured twice (API_KEYS and API_KEYS_FILE)`)
+    if (secrets.has(hex))
+      throw new DuplicateSecretError(`${label}: the same secret is configured twice (API_KEYS and API_KEYS_FILE)`)
     secrets.set(hex, secret)
   }
   for (const plain of new Set(legacySecrets)) {
     const digest = sha256(plain)
-    const identity: ApiKeyIdentity = Object.freeze({ id: legacyKeyId(plain), scopes: null, systems: null, rateLimit: null })
+    const identity: ApiKeyIdentity = Object.freeze({
+      id: legacyKeyId(plain),
+      scopes: null,
+      systems: null,
+      rateLimit: null,
+    })
     add(digest.toString('hex'), { digest, identity, expiresAt: null }, `API_KEYS key ${identity.id}`)
   }
   const identities = new Map<string, ApiKeyIdentity>()
@@ -60,7 +69,11 @@ export function createApiKeyRegistry(legacySecrets: readonly string[], entries: 
       })
       identities.set(entry.id, identity)
     }
-    add(entry.secretSha256, { digest: Buffer.from(entry.secretSha256, 'hex'), identity, expiresAt: entry.expiresAt }, `API_KEYS_FILE id "${entry.id}"`)
+    add(
+      entry.secretSha256,
+      { digest: Buffer.from(entry.secretSha256, 'hex'), identity, expiresAt: entry.expiresAt },
+      `API_KEYS_FILE id "${entry.id}"`,
+    )
   }
 
   const lookup = (candidate: string): Secret | null => {

@@ -25,7 +25,9 @@ export interface KeyFileEntry {
 export class KeyFileError extends Error {}
 
 /** Every scope some operation of the contract requires. */
-export const KNOWN_SCOPES: ReadonlySet<string> = new Set(Object.values(operations).flatMap((op) => op.scopes as readonly string[]))
+export const KNOWN_SCOPES: ReadonlySet<string> = new Set(
+  Object.values(operations).flatMap((op) => op.scopes as readonly string[]),
+)
 
 /**
  * Scopes an entry holds only when its `scopes` name them: erasing a visitor's telemetry is not
@@ -44,7 +46,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
 
 function stringList(value: unknown, where: string, field: string, check: (item: string) => string | null): string[] {
-  if (!Array.isArray(value) || value.length === 0) throw new KeyFileError(`${where}: "${field}" must be a non-empty array of strings`)
+  if (!Array.isArray(value) || value.length === 0)
+    throw new KeyFileError(`${where}: "${field}" must be a non-empty array of strings`)
   return value.map((item) => {
     if (typeof item !== 'string') throw new KeyFileError(`${where}: "${field}" must contain only strings`)
     const problem = check(item)
@@ -62,33 +65,58 @@ function positiveInteger(value: unknown, where: string, field: string, max: numb
 
 function parseEntry(raw: unknown, index: number): KeyFileEntry {
   let where = `entry ${index}`
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new KeyFileError(`${where}: must be an object`)
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    throw new KeyFileError(`${where}: must be an object`)
   const e = raw as Record<string, unknown>
   if (typeof e.id === 'string') where = `entry ${index} (id "${e.id.slice(0, 64)}")`
   const unknown = Object.keys(e).filter((k) => !FIELDS.has(k))
-  if (unknown.length > 0) throw new KeyFileError(`${where}: unknown field "${unknown[0]}" (allowed: ${[...FIELDS].join(', ')})`)
-  if (typeof e.id !== 'string' || !ID.test(e.id)) throw new KeyFileError(`${where}: "id" must be 1..64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit`)
-  if (LEGACY_ID.test(e.id)) throw new KeyFileError(`${where}: "id" of the form key-<12 hex> is reserved for API_KEYS secrets; choose another id`)
+  if (unknown.length > 0)
+    throw new KeyFileError(`${where}: unknown field "${unknown[0]}" (allowed: ${[...FIELDS].join(', ')})`)
+  if (typeof e.id !== 'string' || !ID.test(e.id))
+    throw new KeyFileError(
+      `${where}: "id" must be 1..64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit`,
+    )
+  if (LEGACY_ID.test(e.id))
+    throw new KeyFileError(
+      `${where}: "id" of the form key-<12 hex> is reserved for API_KEYS secrets; choose another id`,
+    )
   if (typeof e.secret_sha256 !== 'string' || !SHA256_HEX.test(e.secret_sha256)) {
-    throw new KeyFileError(`${where}: "secret_sha256" must be 64 hex characters (the SHA-256 of the secret; make key prints it)`)
+    throw new KeyFileError(
+      `${where}: "secret_sha256" must be 64 hex characters (the SHA-256 of the secret; make key prints it)`,
+    )
   }
   const scopes =
     e.scopes === undefined
       ? DEFAULT_SCOPES
-      : stringList(e.scopes, where, 'scopes', (s) => (KNOWN_SCOPES.has(s) ? null : `has unknown scope "${s.slice(0, 64)}" (known: ${[...KNOWN_SCOPES].join(', ')})`))
-  const systems = e.systems === undefined ? null : stringList(e.systems, where, 'systems', (s) => (UUID.test(s) ? null : `has "${s.slice(0, 64)}", which is not a UUID`)).map((s) => s.toLowerCase())
+      : stringList(e.scopes, where, 'scopes', (s) =>
+          KNOWN_SCOPES.has(s) ? null : `has unknown scope "${s.slice(0, 64)}" (known: ${[...KNOWN_SCOPES].join(', ')})`,
+        )
+  const systems =
+    e.systems === undefined
+      ? null
+      : stringList(e.systems, where, 'systems', (s) =>
+          UUID.test(s) ? null : `has "${s.slice(0, 64)}", which is not a UUID`,
+        ).map((s) => s.toLowerCase())
   let rateLimit: RateLimitPolicy | null = null
   if (e.rate_limit !== undefined) {
     const r = e.rate_limit as Record<string, unknown>
-    if (r === null || typeof r !== 'object' || Array.isArray(r)) throw new KeyFileError(`${where}: "rate_limit" must be an object {max, window_ms}`)
+    if (r === null || typeof r !== 'object' || Array.isArray(r))
+      throw new KeyFileError(`${where}: "rate_limit" must be an object {max, window_ms}`)
     const extra = Object.keys(r).filter((k) => k !== 'max' && k !== 'window_ms')
-    if (extra.length > 0) throw new KeyFileError(`${where}: unknown field "rate_limit.${extra[0]}" (allowed: max, window_ms)`)
-    rateLimit = { max: positiveInteger(r.max, where, 'rate_limit.max', 10_000_000), windowMs: positiveInteger(r.window_ms, where, 'rate_limit.window_ms', 86_400_000) }
+    if (extra.length > 0)
+      throw new KeyFileError(`${where}: unknown field "rate_limit.${extra[0]}" (allowed: max, window_ms)`)
+    rateLimit = {
+      max: positiveInteger(r.max, where, 'rate_limit.max', 10_000_000),
+      windowMs: positiveInteger(r.window_ms, where, 'rate_limit.window_ms', 86_400_000),
+    }
   }
   let expiresAt: number | null = null
   if (e.expires_at !== undefined) {
     const at = typeof e.expires_at === 'string' && DATE_TIME.test(e.expires_at) ? Date.parse(e.expires_at) : Number.NaN
-    if (!Number.isFinite(at)) throw new KeyFileError(`${where}: "expires_at" must be an RFC 3339 date-time with a zone, e.g. 2027-01-31T00:00:00Z`)
+    if (!Number.isFinite(at))
+      throw new KeyFileError(
+        `${where}: "expires_at" must be an RFC 3339 date-time with a zone, e.g. 2027-01-31T00:00:00Z`,
+      )
     expiresAt = at
   }
   return {
@@ -130,7 +158,9 @@ export function parseKeyFile(text: string, name = 'API_KEYS_FILE'): KeyFileEntry
       for (const field of ['scopes', 'systems', 'rateLimit'] as const) {
         if (!isDeepStrictEqual(first.entry[field], entry[field])) {
           const label = field === 'rateLimit' ? 'rate_limit' : field
-          throw new KeyFileError(`${where}: "${label}" differs from entry ${first.index} with the same id (a rotation must grant the same)`)
+          throw new KeyFileError(
+            `${where}: "${label}" differs from entry ${first.index} with the same id (a rotation must grant the same)`,
+          )
         }
       }
     } else {

@@ -8,9 +8,16 @@ import { appError } from '../errors.js'
 export type SystemUuidPart = 'path' | 'query' | 'body'
 
 /** True when every system_uuid the request names (in `parts`) is one of `systems`. */
-export function namesOnlyAllowedSystems(request: FastifyRequest, parts: readonly SystemUuidPart[], systems: ReadonlySet<string>): boolean {
+export function namesOnlyAllowedSystems(
+  request: FastifyRequest,
+  parts: readonly SystemUuidPart[],
+  systems: ReadonlySet<string>,
+): boolean {
   for (const part of parts) {
-    const holder = (part === 'path' ? request.params : part === 'query' ? request.query : request.body) as Record<string, unknown> | null | undefined
+    const holder = (part === 'path' ? request.params : part === 'query' ? request.query : request.body) as
+      | Record<string, unknown>
+      | null
+      | undefined
     if (holder === null || typeof holder !== 'object' || !('system_uuid' in holder)) continue
     const value = holder.system_uuid
     if (value === undefined) continue

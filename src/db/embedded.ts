@@ -17,7 +17,11 @@ export async function startEmbeddedDatabase(dataDir: string, port = 0): Promise<
   process.once('exit', release)
   try {
     const db = await PGlite.create(dataDir)
-    const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: port || 15432 + Math.floor(Math.random() * 1000) })
+    const server = new PGLiteSocketServer({
+      db,
+      host: '127.0.0.1',
+      port: port || 15432 + Math.floor(Math.random() * 1000),
+    })
     await server.start()
     const conn = server.getServerConn()
     return {

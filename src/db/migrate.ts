@@ -66,7 +66,13 @@ export async function migrate(sql: Sql, dir = migrationsDir, options: MigrateOpt
   }
 }
 
-async function applyFile(conn: Sql, file: string, text: string, lockTimeoutMs: number, statementTimeoutMs: number): Promise<void> {
+async function applyFile(
+  conn: Sql,
+  file: string,
+  text: string,
+  lockTimeoutMs: number,
+  statementTimeoutMs: number,
+): Promise<void> {
   await conn`begin`
   try {
     // set_config(..., true) is SET LOCAL: back to the session's values at COMMIT.

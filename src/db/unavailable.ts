@@ -1,8 +1,17 @@
 // Errors that mean "the database cannot answer right now" (answered as 503, not 500): it is
 // unreachable, shutting down, or too slow (a statement cancelled by its statement_timeout).
 const NETWORK_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN',
-  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'EPIPE',
+  'EAI_AGAIN',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
 ])
 
 export function isDatabaseUnavailable(err: unknown): boolean {
@@ -11,5 +20,12 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (typeof code !== 'string') return false
   // SQLSTATE class 08 (connection exception), 57014 (statement timeout), 57P01..57P03
   // (shutdown, cannot connect now).
-  return NETWORK_CODES.has(code) || code.startsWith('08') || code === '57014' || code === '57P01' || code === '57P02' || code === '57P03'
+  return (
+    NETWORK_CODES.has(code) ||
+    code.startsWith('08') ||
+    code === '57014' ||
+    code === '57P01' ||
+    code === '57P02' ||
+    code === '57P03'
+  )
 }

@@ -115,7 +115,8 @@ export function errorCodesByOperation(spec: OpenApiNode): Map<string, Map<string
 
 /** The example body a client receives for this entry on this operation. */
 export function exampleBody(entry: CatalogueEntry, op: OperationRef): unknown {
-  if (entry.source !== 'validation') return { code: entry.code, key: entry.key, message: entry.message, source: entry.source }
+  if (entry.source !== 'validation')
+    return { code: entry.code, key: entry.key, message: entry.message, source: entry.source }
   const param = op.parameters.find((p) => p.in === 'path' || p.in === 'query')
   const field = entry.field === undefined ? (param?.name ?? null) : entry.field === '*' ? null : entry.field
   const where = entry.field === undefined ? (param?.in ?? 'query') : 'body'

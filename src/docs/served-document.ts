@@ -2,7 +2,13 @@
 // error response of every operation, the catalogue codes that operation can answer — a table in
 // the description, `x-error-codes` for tools, and one example per code. Built once at start, so
 // spec/openapi.yaml stays hand-maintained and the per-operation lists cannot drift from it.
-import { errorCodesByOperation, exampleBody, listOperations, type CatalogueEntry, type OpenApiNode } from './operation-errors.js'
+import {
+  errorCodesByOperation,
+  exampleBody,
+  listOperations,
+  type CatalogueEntry,
+  type OpenApiNode,
+} from './operation-errors.js'
 
 export function buildServedDocument(spec: OpenApiNode): OpenApiNode {
   const doc = structuredClone(spec)
@@ -14,7 +20,9 @@ export function buildServedDocument(spec: OpenApiNode): OpenApiNode {
       const entries = byStatus.get(status)
       if (!entries?.length) continue
       // Inline the shared response so that this operation gets its own examples.
-      const response = structuredClone(declared.$ref ? doc.components.responses[declared.$ref.split('/').pop()] : declared)
+      const response = structuredClone(
+        declared.$ref ? doc.components.responses[declared.$ref.split('/').pop()] : declared,
+      )
       response.description = `${response.description}\n\n${codeTable(entries)}`
       response['x-error-codes'] = entries.map((e) => ({ code: e.code, key: e.key }))
       const media = response.content?.['application/json']
@@ -43,5 +51,9 @@ function hoistPathParameters(doc: OpenApiNode): void {
 
 function codeTable(entries: CatalogueEntry[]): string {
   const cell = (s: string) => s.replace(/\|/g, '\\|')
-  return ['| Code | Key | Meaning |', '| --- | --- | --- |', ...entries.map((e) => `| \`${e.code}\` | \`${e.key}\` | ${cell(e.message)} |`)].join('\n')
+  return [
+    '| Code | Key | Meaning |',
+    '| --- | --- | --- |',
+    ...entries.map((e) => `| \`${e.code}\` | \`${e.key}\` | ${cell(e.message)} |`),
+  ].join('\n')
 }

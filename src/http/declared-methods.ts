@@ -11,7 +11,10 @@ for (const op of Object.values(operations as Record<string, OperationInfo>)) {
   let declared = byTemplate.get(op.path)
   if (!declared) {
     // A parameter matches one non-empty segment, as the router does.
-    declared = { pattern: new RegExp(`^${op.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}$`), methods: new Set() }
+    declared = {
+      pattern: new RegExp(`^${op.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}$`),
+      methods: new Set(),
+    }
     byTemplate.set(op.path, declared)
   }
   declared.methods.add(op.method)
@@ -25,7 +28,8 @@ const METHOD_ORDER = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
  */
 export function allowedMethods(path: string): string | null {
   const methods = new Set<string>()
-  for (const declared of declaredPaths) if (declared.pattern.test(path)) for (const m of declared.methods) methods.add(m)
+  for (const declared of declaredPaths)
+    if (declared.pattern.test(path)) for (const m of declared.methods) methods.add(m)
   if (methods.size === 0) return null
   methods.add('OPTIONS')
   return METHOD_ORDER.filter((m) => methods.has(m)).join(', ')

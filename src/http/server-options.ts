@@ -28,7 +28,11 @@ const timedOut = new WeakSet<Socket>()
 /** True when the server itself closed this socket for its request deadline. */
 export const timedOutByServer = (socket: Socket | null | undefined): boolean => socket != null && timedOut.has(socket)
 
-type ClientErrorHandler = (this: { log: { info: (obj: object, msg: string) => void } }, err: NodeJS.ErrnoException, socket: Socket) => void
+type ClientErrorHandler = (
+  this: { log: { info: (obj: object, msg: string) => void } },
+  err: NodeJS.ErrnoException,
+  socket: Socket,
+) => void
 
 /** Node's 'clientError': a timeout, an oversize header section or malformed HTTP. */
 const clientErrorHandler: ClientErrorHandler = function (err, socket) {
@@ -54,7 +58,12 @@ export function serverOptions(config: Config): Partial<FastifyServerOptions> {
     serverFactory: (handler: RequestListener): Server => {
       const server = createServer(
         // Headers alone get the same deadline as the whole request.
-        { requestTimeout: timeout, headersTimeout: timeout, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectionsCheckingInterval: DEADLINE_CHECK_INTERVAL_MS },
+        {
+          requestTimeout: timeout,
+          headersTimeout: timeout,
+          keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+          connectionsCheckingInterval: DEADLINE_CHECK_INTERVAL_MS,
+        },
         handler,
       )
       // A socket with no traffic at all for twice the request deadline is dropped.

@@ -27,7 +27,12 @@ export interface WriteResult<T> {
 /** Runs the request's write exactly once and sends its answer; resolves to the JSON text sent. */
 export interface AnswerIdempotently<Tx> {
   <T>(request: FastifyRequest, reply: FastifyReply, work: (tx: Tx) => Promise<WriteResult<T>>): Promise<string>
-  <R, T>(request: FastifyRequest, reply: FastifyReply, read: () => Promise<R>, work: (tx: Tx, read: R) => Promise<WriteResult<T>>): Promise<string>
+  <R, T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    read: () => Promise<R>,
+    work: (tx: Tx, read: R) => Promise<WriteResult<T>>,
+  ): Promise<string>
 }
 
 /** What idempotency needs of the database: the pool, and a transaction whose context carries its sql. */
@@ -39,7 +44,10 @@ export interface IdempotencyDatabase<Tx extends { sql: Db }> {
 /** Thrown inside the transaction when a twin's record holds the triple: rolls the work back. */
 const KEY_TAKEN = Symbol('key taken')
 
-export function createIdempotency<Tx extends { sql: Db }>(db: IdempotencyDatabase<Tx>, ttlHours: number): AnswerIdempotently<Tx> {
+export function createIdempotency<Tx extends { sql: Db }>(
+  db: IdempotencyDatabase<Tx>,
+  ttlHours: number,
+): AnswerIdempotently<Tx> {
   return async function answerIdempotently<R, T>(
     request: FastifyRequest,
     reply: FastifyReply,
@@ -52,7 +60,11 @@ export function createIdempotency<Tx extends { sql: Db }>(db: IdempotencyDatabas
     if (keyError) throw keyError
     if (!request.apiKey) throw appError('SECURITY_AUTH_REQUIRED')
     const operationId = (request.routeOptions.schema as { operationId: string }).operationId
-    const who: RecordKey = { keyId: request.apiKey.id, scope: idempotencyScope(operationId, request.params as Record<string, string>), key: key as string }
+    const who: RecordKey = {
+      keyId: request.apiKey.id,
+      scope: idempotencyScope(operationId, request.params as Record<string, string>),
+      key: key as string,
+    }
     const hash = requestHash(request.body)
 
     const send = (status: number, json: string, replayed: boolean) => {
@@ -71,12 +83,18 @@ export function createIdempotency<Tx extends { sql: Db }>(db: IdempotencyDatabas
     const stored = await findAnswer(db.sql, who)
     if (stored) return replay(stored)
     const read = (await reading) as R
-    const work = workAfterRead ? (tx: Tx) => workAfterRead(tx, read) : (readOrWork as (tx: Tx) => Promise<WriteResult<T>>)
+    const work = workAfterRead
+      ? (tx: Tx) => workAfterRead(tx, read)
+      : (readOrWork as (tx: Tx) => Promise<WriteResult<T>>)
 
     try {
       const answer = await db.begin(async (tx) => {
         const result = await work(tx)
-        const json = reply.serializeInput(result.body as Record<string, unknown>, String(result.status), 'application/json') as string
+        const json = reply.serializeInput(
+          result.body as Record<string, unknown>,
+          String(result.status),
+          'application/json',
+        ) as string
         const is2xx = result.status >= 200 && result.status < 300
         if (is2xx && !(await storeAnswer(tx.sql, who, hash, result.status, json, ttlHours))) throw KEY_TAKEN
         return { status: result.status, json }

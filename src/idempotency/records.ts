@@ -33,7 +33,14 @@ export async function findAnswer(db: Db, r: RecordKey): Promise<StoredAnswer | u
  * uncommitted is waited for (the primary key); an expired record the purge has not reached yet
  * is taken over.
  */
-export async function storeAnswer(db: Db, r: RecordKey, hash: string, status: number, json: string, ttlHours: number): Promise<boolean> {
+export async function storeAnswer(
+  db: Db,
+  r: RecordKey,
+  hash: string,
+  status: number,
+  json: string,
+  ttlHours: number,
+): Promise<boolean> {
   const rows = await db`
     insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
     values (${r.keyId}, ${r.scope}, ${r.key}, ${hash}, ${status}, ${json}, now() + make_interval(hours => ${ttlHours}))

@@ -28,7 +28,11 @@ function scopeBuilder(op: OperationInfo): ScopeOf {
   }
 }
 
-const builders = new Map<string, ScopeOf>(Object.entries(operations).filter(([, op]) => op.idempotent).map(([id, op]) => [id, scopeBuilder(op)]))
+const builders = new Map<string, ScopeOf>(
+  Object.entries(operations)
+    .filter(([, op]) => op.idempotent)
+    .map(([id, op]) => [id, scopeBuilder(op)]),
+)
 
 /** The scope of operation `operationId` for these path parameters. */
 export function idempotencyScope(operationId: string, params: Record<string, string>): string {

@@ -10,7 +10,15 @@ const isSfInteger = (n: number) => Number.isInteger(n) && n >= 0 && n <= SF_INTE
 
 /** `"default";q=<max>;w=<window seconds>` (a few per process: the caller caches it). */
 export function rateLimitPolicy(max: number, windowMs: number): string {
-  return serializeList([[POLICY, new Map([['q', max], ['w', Math.ceil(windowMs / 1000)]])]])
+  return serializeList([
+    [
+      POLICY,
+      new Map([
+        ['q', max],
+        ['w', Math.ceil(windowMs / 1000)],
+      ]),
+    ],
+  ])
 }
 
 /**
@@ -21,5 +29,13 @@ export function rateLimitPolicy(max: number, windowMs: number): string {
  */
 export function rateLimit(remaining: number, resetSeconds: number): string {
   if (isSfInteger(remaining) && isSfInteger(resetSeconds)) return `"${POLICY}";r=${remaining};t=${resetSeconds}`
-  return serializeList([[POLICY, new Map([['r', remaining], ['t', resetSeconds]])]])
+  return serializeList([
+    [
+      POLICY,
+      new Map([
+        ['r', remaining],
+        ['t', resetSeconds],
+      ]),
+    ],
+  ])
 }

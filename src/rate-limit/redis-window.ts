@@ -40,7 +40,13 @@ export type RedisWindowClient = Redis & {
  * An ioredis client that never queues or waits: no offline queue (a command while disconnected
  * fails at once), a short command timeout, and reconnection in the background at most 1 s apart.
  */
-export function createRedisWindowClient({ url, commandTimeoutMs }: { url: string; commandTimeoutMs: number }): RedisWindowClient {
+export function createRedisWindowClient({
+  url,
+  commandTimeoutMs,
+}: {
+  url: string
+  commandTimeoutMs: number
+}): RedisWindowClient {
   const client = new Redis(url, {
     enableOfflineQueue: false,
     commandTimeout: commandTimeoutMs,
@@ -58,7 +64,13 @@ export function createRedisWindowClient({ url, commandTimeoutMs }: { url: string
 export const redisKey = (client: string) => `ratelimit:${client}`
 
 /** One decision in Redis for `client`: @fastify/rate-limit's `current` (max + 1 when refused) and ttl. */
-export async function takeInRedis(redis: RedisWindowClient, client: string, windowMs: number, max: number, member: string = randomUUID()): Promise<StoreResult> {
+export async function takeInRedis(
+  redis: RedisWindowClient,
+  client: string,
+  windowMs: number,
+  max: number,
+  member: string = randomUUID(),
+): Promise<StoreResult> {
   const [live, ttl] = await redis.slidingWindow(redisKey(client), windowMs, max, member)
   return { current: live < max ? live + 1 : max + 1, ttl }
 }
@@ -127,7 +139,10 @@ export class RedisWindowStore {
     const now = Date.now()
     if (now >= this.#nextProbe && this.#redis.status === 'ready') {
       this.#nextProbe = now + PROBE_EVERY_MS
-      this.#redis.ping().then(() => this.#up(), () => {})
+      this.#redis.ping().then(
+        () => this.#up(),
+        () => {},
+      )
     }
     return this.#local.take(key, timeWindow, max)
   }

@@ -107,7 +107,8 @@ export class SlidingWindowStore {
     this.lastSweep = now
     for (const clients of [this.addresses, this.keys]) {
       for (const [key, log] of clients) {
-        if (log.stamps.length === log.head || log.stamps[log.stamps.length - 1]! <= now - log.window) clients.delete(key)
+        if (log.stamps.length === log.head || log.stamps[log.stamps.length - 1]! <= now - log.window)
+          clients.delete(key)
       }
     }
   }

@@ -38,12 +38,18 @@ export function createConspectusRepository(db: Db) {
     },
 
     async exists(userId: string, conspectusUuid: string): Promise<boolean> {
-      const rows = await db`select 1 from conspectuses where conspectus_uuid = ${conspectusUuid} and user_id = ${userId}`
+      const rows =
+        await db`select 1 from conspectuses where conspectus_uuid = ${conspectusUuid} and user_id = ${userId}`
       return rows.length === 1
     },
 
     /** Changes content only; undefined when the conspectus is not the user's. */
-    async updateContent(userId: string, conspectusUuid: string, content: ConspectusContent, at: Date): Promise<Conspectus | undefined> {
+    async updateContent(
+      userId: string,
+      conspectusUuid: string,
+      content: ConspectusContent,
+      at: Date,
+    ): Promise<Conspectus | undefined> {
       const changes: Record<string, unknown> = { ...content, updated_at: at }
       if (content.cue_sheet !== undefined) changes.cue_sheet = jsonb(db, content.cue_sheet)
       const [row] = await db<Conspectus[]>`
@@ -59,7 +65,12 @@ export function createConspectusRepository(db: Db) {
      * it finds there, so concurrent reviews each see the previous one's slot. Undefined when the
      * conspectus is not the user's.
      */
-    async recordReview(userId: string, conspectusUuid: string, moves: ReviewMoves, reviewedAt: Date): Promise<Conspectus | undefined> {
+    async recordReview(
+      userId: string,
+      conspectusUuid: string,
+      moves: ReviewMoves,
+      reviewedAt: Date,
+    ): Promise<Conspectus | undefined> {
       const [row] = await db<Conspectus[]>`
         update conspectuses c
         set slot = case c.slot when 'A' then ${moves.A.slot} when 'B' then ${moves.B.slot}

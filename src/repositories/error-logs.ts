@@ -44,7 +44,8 @@ export function createErrorLogRepository(db: Db) {
       const hasMore = rows.length > options.limit
       const items = rows.slice(0, options.limit)
       const last = items[items.length - 1]
-      const next: PagePosition | null = hasMore && last ? { created_at: last.position_ts, error_log_uuid: last.error_log_uuid } : null
+      const next: PagePosition | null =
+        hasMore && last ? { created_at: last.position_ts, error_log_uuid: last.error_log_uuid } : null
       return { items: items.map(({ position_ts: _omit, ...item }) => item), next }
     },
   }

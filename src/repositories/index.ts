@@ -51,14 +51,23 @@ class LazyRepositories {
   ) {}
 
   #get<Name extends keyof Repositories>(name: Name): Repositories[Name] {
-    const built = this.#built[name] ?? (instrument(name, factories[name](this.db), this.observe, this.usage) as Repositories[Name])
+    const built =
+      this.#built[name] ?? (instrument(name, factories[name](this.db), this.observe, this.usage) as Repositories[Name])
     this.#built[name] = built
     return built
   }
-  get users() { return this.#get('users') }
-  get conspectuses() { return this.#get('conspectuses') }
-  get errorLogs() { return this.#get('errorLogs') }
-  get telemetry() { return this.#get('telemetry') }
+  get users() {
+    return this.#get('users')
+  }
+  get conspectuses() {
+    return this.#get('conspectuses')
+  }
+  get errorLogs() {
+    return this.#get('errorLogs')
+  }
+  get telemetry() {
+    return this.#get('telemetry')
+  }
 }
 
 export function createRepositories(db: Db, observe: ObserveDbOperation, usage?: PoolUsage): Repositories {

@@ -87,7 +87,9 @@ export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200
       // Outside any transaction (CONCURRENTLY), and longer than the pool's statement_timeout on a big table.
       await sql.unsafe(`set statement_timeout = 0`)
       try {
-        await sql.unsafe(`create index concurrently if not exists ${ident(sessionIndex(name))} on ${ident(name)} (session_id) where session_id <> ''`)
+        await sql.unsafe(
+          `create index concurrently if not exists ${ident(sessionIndex(name))} on ${ident(name)} (session_id) where session_id <> ''`,
+        )
       } finally {
         await sql.unsafe(`reset statement_timeout`)
       }

@@ -200,7 +200,11 @@ export function createTelemetryRepository(db: Db) {
      */
     async metrics(fromMs: number, toMs: number): Promise<Omit<DocsSearchMetrics, 'window_minutes'>> {
       const [start, end] = wholeHours(fromMs, toMs)
-      const [row] = await db.unsafe<Omit<DocsSearchMetrics, 'window_minutes'>[]>(METRICS_SQL, [fromMs, toMs, start, end], { prepare: true })
+      const [row] = await db.unsafe<Omit<DocsSearchMetrics, 'window_minutes'>[]>(
+        METRICS_SQL,
+        [fromMs, toMs, start, end],
+        { prepare: true },
+      )
       return row!
     },
   }

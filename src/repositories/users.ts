@@ -28,7 +28,10 @@ export type UserChanges = Partial<Omit<NewUser, 'system_user_id' | 'system_uuid'
 export class UserKeyConflict extends Error {}
 
 function rethrowKeyConflict(err: unknown): never {
-  if ((err as { code?: string }).code === '23505' && (err as { constraint_name?: string }).constraint_name === 'users_system_key') {
+  if (
+    (err as { code?: string }).code === '23505' &&
+    (err as { constraint_name?: string }).constraint_name === 'users_system_key'
+  ) {
     throw new UserKeyConflict('natural key taken')
   }
   throw err

@@ -52,7 +52,10 @@ function zoneClock(timeZone: string): ZoneClock {
       minute: 'numeric',
       second: 'numeric',
     })
-    const order = format.formatToParts(0).filter((p) => !NOT_A_FIELD.has(p.type)).map((p) => p.type as keyof WallClock)
+    const order = format
+      .formatToParts(0)
+      .filter((p) => !NOT_A_FIELD.has(p.type))
+      .map((p) => p.type as keyof WallClock)
     clock = { format, order }
     clocks.set(key, clock)
   }
@@ -72,9 +75,17 @@ export function wallClock(instant: number, timeZone: string): WallClock {
   if (runs?.length === order.length) {
     for (let i = 0; i < order.length; i++) fields[order[i]!] = Number(runs[i])
   } else {
-    for (const p of format.formatToParts(instant)) if (!NOT_A_FIELD.has(p.type)) fields[p.type as keyof WallClock] = Number(p.value)
+    for (const p of format.formatToParts(instant))
+      if (!NOT_A_FIELD.has(p.type)) fields[p.type as keyof WallClock] = Number(p.value)
   }
-  return { year: fields.year!, month: fields.month!, day: fields.day!, hour: fields.hour!, minute: fields.minute!, second: fields.second! }
+  return {
+    year: fields.year!,
+    month: fields.month!,
+    day: fields.day!,
+    hour: fields.hour!,
+    minute: fields.minute!,
+    second: fields.second!,
+  }
 }
 
 /** Offset of the zone from UTC at `instant`, in milliseconds (local = UTC + offset). */
@@ -103,7 +114,13 @@ type CalendarDay = { readonly year: number; readonly month: number; readonly day
 /** 04:00 local on the day `days` days after `day`. */
 function rolloverAfter(day: CalendarDay, days: number, timeZone: string): number {
   const date = new Date(Date.UTC(day.year, day.month - 1, day.day + days))
-  return zonedInstant(date.getUTCFullYear(), date.getUTCMonth() + 1, date.getUTCDate(), DAY_ROLLOVER_HOUR, timeZone).getTime()
+  return zonedInstant(
+    date.getUTCFullYear(),
+    date.getUTCMonth() + 1,
+    date.getUTCDate(),
+    DAY_ROLLOVER_HOUR,
+    timeZone,
+  ).getTime()
 }
 
 /** The local study day of an instant: before 04:00 local it still belongs to the previous day. */

@@ -3,7 +3,14 @@
 // One replica at a time (a session advisory lock on a reserved connection; the others skip).
 import type { FastifyBaseLogger } from 'fastify'
 import type { Database } from '../plugins/app/database.js'
-import { createTelemetryLifecycleRepository, DAY_MS, isLockTimeout, type Partition, partitionName, type TelemetryLifecycleRepository } from '../repositories/telemetry-lifecycle.js'
+import {
+  createTelemetryLifecycleRepository,
+  DAY_MS,
+  isLockTimeout,
+  type Partition,
+  partitionName,
+  type TelemetryLifecycleRepository,
+} from '../repositories/telemetry-lifecycle.js'
 
 /** The longest KPI window (GET .../metrics?window_minutes=10080): retention may not be shorter. */
 export const LONGEST_KPI_WINDOW_DAYS = 7
@@ -36,7 +43,13 @@ export interface LifecycleFigures {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 export class TelemetryLifecycle {
-  readonly figures: LifecycleFigures = { rowsDropped: 0, partitionsDropped: 0, rollupRowsDropped: 0, lastRunMs: null, oldestEventMs: null }
+  readonly figures: LifecycleFigures = {
+    rowsDropped: 0,
+    partitionsDropped: 0,
+    rollupRowsDropped: 0,
+    lastRunMs: null,
+    oldestEventMs: null,
+  }
   #running: Promise<boolean> | null = null
 
   constructor(
@@ -83,7 +96,11 @@ export class TelemetryLifecycle {
     // an event that late goes to the DEFAULT partition (a partition costs ~0.1 s to create, and
     // a new database would otherwise start with one per kept day).
     const today = Math.floor(now / DAY_MS) * DAY_MS
-    for (let day = Math.max(today - DAY_MS, Math.floor(cutoff / DAY_MS) * DAY_MS); day <= today + aheadDays * DAY_MS; day += DAY_MS) {
+    for (
+      let day = Math.max(today - DAY_MS, Math.floor(cutoff / DAY_MS) * DAY_MS);
+      day <= today + aheadDays * DAY_MS;
+      day += DAY_MS
+    ) {
       if (ranged.some((p) => overlaps(p, day, day + DAY_MS))) continue
       const name = partitionName(day)
       await this.#withRetry(`create partition ${name}`, () => repo.createPartition(name, day, day + DAY_MS))
@@ -92,7 +109,9 @@ export class TelemetryLifecycle {
     // The table of the previous release, attached as a partition, gets its session index here
     // (CONCURRENTLY: ingest goes on), not in the migration.
     for (const p of ranged.filter((p) => !p.hasSessionIndex)) {
-      await repo.addSessionIndex(p.name).catch((err) => log.warn({ err, partition: p.name }, 'telemetry: session index not built'))
+      await repo
+        .addSessionIndex(p.name)
+        .catch((err) => log.warn({ err, partition: p.name }, 'telemetry: session index not built'))
     }
 
     // Retention: whole partitions whose every event is older than the limit.
@@ -103,7 +122,10 @@ export class TelemetryLifecycle {
       if (!dropped) continue
       this.figures.rowsDropped += rows
       this.figures.partitionsDropped++
-      log.info({ partition: p.name, rows, ms: Math.round(performance.now() - started) }, 'telemetry: partition dropped by retention')
+      log.info(
+        { partition: p.name, rows, ms: Math.round(performance.now() - started) },
+        'telemetry: partition dropped by retention',
+      )
     }
     this.figures.rowsDropped += await repo.deleteDefaultBefore(cutoff)
 
@@ -123,7 +145,10 @@ export class TelemetryLifecycle {
       } catch (err) {
         if (!isLockTimeout(err)) throw err
         if (attempt >= attempts) {
-          this.options.log.warn({ attempts }, `telemetry: ${what} gave way to ingest every time; the next run tries again`)
+          this.options.log.warn(
+            { attempts },
+            `telemetry: ${what} gave way to ingest every time; the next run tries again`,
+          )
           return false
         }
         await sleep(20 + Math.random() * 80)

@@ -73,7 +73,8 @@ function registerTracing(fastifyOtel: FastifyOtelInstrumentation) {
     app.addHook('onRequest', (request, reply, next) => {
       const ctx = context.active()
       const span = trace.getSpan(ctx)
-      if (span === undefined) return next() // an untraced path
+      if (span === undefined)
+        return next() // an untraced path
       ;(request as unknown as Record<symbol, Context>)[kContext] = ctx
       if (span.isRecording()) {
         const { traceId, spanId } = span.spanContext()

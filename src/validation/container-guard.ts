@@ -32,7 +32,13 @@ function constrains(node: SchemaNode, seen = new Set<SchemaNode>()): boolean {
   return result
 }
 
-const error = (instancePath: string, keyword: string, params: Record<string, unknown>, message: string, data: unknown): ErrorObject => ({
+const error = (
+  instancePath: string,
+  keyword: string,
+  params: Record<string, unknown>,
+  message: string,
+  data: unknown,
+): ErrorObject => ({
   instancePath,
   schemaPath: keyword,
   keyword,
@@ -48,19 +54,36 @@ function check(node: SchemaNode, data: unknown, pointer: string, out: ErrorObjec
       out.push(error(pointer, 'maxItems', { limit: n.maxItems }, `must NOT have more than ${n.maxItems} items`, data))
       return
     }
-    if (n.items && constrains(n.items)) for (let i = 0; i < data.length; i++) check(n.items, data[i], `${pointer}/${i}`, out)
+    if (n.items && constrains(n.items))
+      for (let i = 0; i < data.length; i++) check(n.items, data[i], `${pointer}/${i}`, out)
     return
   }
   if (!isObject(data)) return
   const keys = Object.keys(data)
   if (n.maxProperties !== undefined && keys.length > n.maxProperties) {
-    out.push(error(pointer, 'maxProperties', { limit: n.maxProperties }, `must NOT have more than ${n.maxProperties} properties`, data))
+    out.push(
+      error(
+        pointer,
+        'maxProperties',
+        { limit: n.maxProperties },
+        `must NOT have more than ${n.maxProperties} properties`,
+        data,
+      ),
+    )
     return
   }
   const declared = n.properties ?? {}
   if (n.additionalProperties === false && keys.length > Object.keys(declared).length + UNKNOWN_PROPERTIES_REPORTED) {
     for (const key of keys.filter((k) => !Object.hasOwn(declared, k)).slice(0, UNKNOWN_PROPERTIES_REPORTED)) {
-      out.push(error(pointer, 'additionalProperties', { additionalProperty: key }, 'must NOT have additional properties', data))
+      out.push(
+        error(
+          pointer,
+          'additionalProperties',
+          { additionalProperty: key },
+          'must NOT have additional properties',
+          data,
+        ),
+      )
     }
     return
   }

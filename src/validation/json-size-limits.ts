@@ -16,7 +16,8 @@ export function sizeLimitsOf(schemaName: string): SizeLimit[] {
     const n = resolve(node)
     if (seen.has(n)) return
     const inner = new Set(seen).add(n)
-    if (typeof n['x-max-json-bytes'] === 'number' && path.length > 0) limits.push({ path, limit: n['x-max-json-bytes'] })
+    if (typeof n['x-max-json-bytes'] === 'number' && path.length > 0)
+      limits.push({ path, limit: n['x-max-json-bytes'] })
     for (const [name, child] of Object.entries(n.properties ?? {})) walk(child, [...path, name], inner)
     if (n.items) walk(n.items, [...path, '*'], inner)
   }
@@ -31,7 +32,14 @@ function oversize(data: unknown, { path, limit }: SizeLimit): ErrorObject[] {
     if (depth === path.length) {
       const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8')
       if (bytes > limit) {
-        errors.push({ instancePath: pointer, schemaPath: 'x-max-json-bytes', keyword: 'x-max-json-bytes', params: { limit, bytes }, message: `must be at most ${limit} bytes as JSON`, data: value })
+        errors.push({
+          instancePath: pointer,
+          schemaPath: 'x-max-json-bytes',
+          keyword: 'x-max-json-bytes',
+          params: { limit, bytes },
+          message: `must be at most ${limit} bytes as JSON`,
+          data: value,
+        })
       }
       return
     }

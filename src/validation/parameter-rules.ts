@@ -10,7 +10,11 @@ type Validator = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null 
 
 /** Why one value breaks the string or number rules, or null. */
 function problemOf(item: unknown): string | null {
-  return typeof item === 'string' ? unacceptableString(item) : typeof item === 'number' ? unacceptableNumber(item) : null
+  return typeof item === 'string'
+    ? unacceptableString(item)
+    : typeof item === 'number'
+      ? unacceptableNumber(item)
+      : null
 }
 
 /** Whether any value breaks the rules: the common answer, found without allocating. */
@@ -32,7 +36,7 @@ function ruleErrors(data: unknown, only: Set<string> | null): ErrorObject[] {
   const errors: ErrorObject[] = []
   for (const [name, value] of Object.entries(data)) {
     if (only && !only.has(name)) continue
-    for (const [i, item] of (Array.isArray(value) ? value.map((v, i) => [i, v] as const) : [[null, value] as const])) {
+    for (const [i, item] of Array.isArray(value) ? value.map((v, i) => [i, v] as const) : [[null, value] as const]) {
       const problem = problemOf(item)
       if (!problem) continue
       errors.push({
@@ -60,7 +64,14 @@ function integerSpellingErrors(integerNames: readonly string[], data: unknown): 
     const value = (data as Record<string, unknown>)[name]
     if (typeof value !== 'string' || DECIMAL_INTEGER.test(value)) continue
     if (errors === NONE) errors = []
-    errors.push({ instancePath: `/${escapePointer(name)}`, schemaPath: 'type', keyword: 'type', params: { type: 'integer' }, message: 'must be a decimal integer', data: value })
+    errors.push({
+      instancePath: `/${escapePointer(name)}`,
+      schemaPath: 'type',
+      keyword: 'type',
+      params: { type: 'integer' },
+      message: 'must be a decimal integer',
+      data: value,
+    })
   }
   return errors
 }
@@ -73,8 +84,13 @@ const NONE: ErrorObject[] = []
  * A valid request, the common case, allocates nothing here; the error lists are built only for
  * a refused one.
  */
-export function withInputRules(validate: Validator, schema: ParameterSchema, part: 'params' | 'querystring' | 'headers'): Validator {
-  const only = part === 'headers' ? new Set(Object.keys(schema.properties ?? {}).filter((name) => name !== 'x-request-id')) : null
+export function withInputRules(
+  validate: Validator,
+  schema: ParameterSchema,
+  part: 'params' | 'querystring' | 'headers',
+): Validator {
+  const only =
+    part === 'headers' ? new Set(Object.keys(schema.properties ?? {}).filter((name) => name !== 'x-request-id')) : null
   const integerNames = Object.entries(schema.properties ?? {})
     .filter(([, property]) => property.type === 'integer')
     .map(([name]) => name)

@@ -121,7 +121,12 @@ export function toValidationItems(part: RequestPart, errors: ErrorObject[], grou
       message: entry ? entry.message : `${LOC_ROOT[part]} ${field ?? 'value'} ${e.message ?? 'is invalid'}`,
       field,
       source: 'validation',
-      details: { loc: [LOC_ROOT[part], ...loc], type: e.keyword, input: echoable(input), ctx: boundedContext(e.params) },
+      details: {
+        loc: [LOC_ROOT[part], ...loc],
+        type: e.keyword,
+        input: echoable(input),
+        ctx: boundedContext(e.params),
+      },
     })
   }
   return items

@@ -13,9 +13,13 @@ type Validator = ReturnType<FastifySchemaCompiler<unknown>>
 /** The generated body validator of an operation, bounded (container guard, JSON size limits); a miss is a start-up error. */
 function bodyValidatorOf(operationId: OperationId): Validator {
   const schemaName = (operations as Record<string, OperationInfo>)[operationId]?.bodySchema
-  const generated = schemaName ? (validators as unknown as Record<string, AjvValidator | undefined>)[schemaName] : undefined
+  const generated = schemaName
+    ? (validators as unknown as Record<string, AjvValidator | undefined>)[schemaName]
+    : undefined
   if (!schemaName || !generated) {
-    throw new Error(`operation ${operationId} has a request body but generated/validators.cjs has no validator for it: run make generate`)
+    throw new Error(
+      `operation ${operationId} has a request body but generated/validators.cjs has no validator for it: run make generate`,
+    )
   }
   return boundedBodyValidator(schemaName, generated) as Validator
 }
@@ -30,7 +34,8 @@ interface HeaderSchema {
 function lowerCaseHeaderNames(schema: HeaderSchema): HeaderSchema {
   return {
     ...schema,
-    properties: schema.properties && Object.fromEntries(Object.entries(schema.properties).map(([k, v]) => [k.toLowerCase(), v])),
+    properties:
+      schema.properties && Object.fromEntries(Object.entries(schema.properties).map(([k, v]) => [k.toLowerCase(), v])),
     required: schema.required?.map((k) => k.toLowerCase()),
   }
 }
@@ -41,13 +46,24 @@ function lowerCaseHeaderNames(schema: HeaderSchema): HeaderSchema {
  * query and headers a coercing Ajv, as HTTP sends strings.
  */
 export function createRouteValidatorCompiler(): (operationId: OperationId) => FastifySchemaCompiler<unknown> {
-  const paramsAjv = new Ajv2020({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true, coerceTypes: 'array', useDefaults: true })
+  const paramsAjv = new Ajv2020({
+    allErrors: true,
+    verbose: true,
+    strict: true,
+    allowUnionTypes: true,
+    coerceTypes: 'array',
+    useDefaults: true,
+  })
   addFormats.default(paramsAjv)
   addProjectFormats(paramsAjv)
   return (operationId) =>
     ({ schema, httpPart }) => {
       if (httpPart === 'body') return bodyValidatorOf(operationId)
       const target = httpPart === 'headers' ? lowerCaseHeaderNames(schema as HeaderSchema) : schema
-      return withInputRules(paramsAjv.compile(target as object), target as object, httpPart as 'params' | 'querystring' | 'headers') as Validator
+      return withInputRules(
+        paramsAjv.compile(target as object),
+        target as object,
+        httpPart as 'params' | 'querystring' | 'headers',
+      ) as Validator
     }
 }

@@ -12,7 +12,12 @@ import { NO_LOAD_SHEDDING } from '../helpers/app.js'
 
 t.test('per-key rate limit and key_id on each log line', async (t) => {
   const lines: string[] = []
-  const sink = new Writable({ write(chunk, _enc, done) { lines.push(String(chunk)); done() } })
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(String(chunk))
+      done()
+    },
+  })
   const db = await createTestDatabase(t)
   const file = await writeKeyFile(t, [
     { id: 'tight', secret: 'ssk_tight_secret', rate_limit: { max: 2, window_ms: 60_000 } },
@@ -21,10 +26,15 @@ t.test('per-key rate limit and key_id on each log line', async (t) => {
   const config = loadConfig({ API_KEYS_FILE: file, LOG_LEVEL: 'info', RATE_LIMIT_MAX: '50', ...NO_LOAD_SHEDDING })
   const app = await buildApp({ config, sql: db.sql, logger: pino(loggerOptions(config) as never, sink) as never })
   t.teardown(() => app.close())
-  const get = (key: string) => app.inject({ method: 'GET', url: `/api/v1/user/${randomUUID()}/x`, headers: { 'x-api-key': key } })
+  const get = (key: string) =>
+    app.inject({ method: 'GET', url: `/api/v1/user/${randomUUID()}/x`, headers: { 'x-api-key': key } })
 
   const tight = [await get('ssk_tight_secret'), await get('ssk_tight_secret'), await get('ssk_tight_secret')]
-  t.same(tight.map((r) => r.statusCode), [404, 404, 429], "the key's own max of 2")
+  t.same(
+    tight.map((r) => r.statusCode),
+    [404, 404, 429],
+    "the key's own max of 2",
+  )
   t.equal(tight[0]!.headers['x-ratelimit-limit'], '2')
   const roomy = await get('ssk_roomy_secret')
   t.equal(roomy.statusCode, 404)
@@ -32,6 +42,9 @@ t.test('per-key rate limit and key_id on each log line', async (t) => {
   await get('ssk_not_a_key')
 
   const requests = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request completed')
-  t.same(requests.map((l) => l.key_id), ['tight', 'tight', 'tight', 'roomy', null])
+  t.same(
+    requests.map((l) => l.key_id),
+    ['tight', 'tight', 'tight', 'roomy', null],
+  )
   for (const line of lines) t.notMatch(line, /ssk_/, 'no secret in a log line')
 })

@@ -15,17 +15,34 @@ t.test('API_KEYS secrets are full-access keys named key- + 12 hex of their SHA-2
   const alpha = registry.identify('alpha')!
   t.equal(alpha.id, `key-${sha256('alpha').slice(0, 12)}`)
   t.equal(alpha.id, legacyKeyId('alpha'))
-  t.same({ scopes: alpha.scopes, systems: alpha.systems, rateLimit: alpha.rateLimit }, { scopes: null, systems: null, rateLimit: null })
+  t.same(
+    { scopes: alpha.scopes, systems: alpha.systems, rateLimit: alpha.rateLimit },
+    { scopes: null, systems: null, rateLimit: null },
+  )
   t.not(registry.identify('beta')!.id, alpha.id)
-  for (const wrong of ['alph', 'alpha ', '', undefined, 42, ['alpha']]) t.equal(registry.identify(wrong), null, `refused: ${JSON.stringify(wrong)}`)
+  for (const wrong of ['alph', 'alpha ', '', undefined, 42, ['alpha']])
+    t.equal(registry.identify(wrong), null, `refused: ${JSON.stringify(wrong)}`)
 })
 
 t.test('file entries: scopes, systems (lower-cased), rate limit, expiry, rotation by shared id', async (t) => {
   const A = randomUUID().toUpperCase()
   const entries = parseKeyFile(
     JSON.stringify([
-      { id: 'acme', secret_sha256: sha256('old'), scopes: ['users:read'], systems: [A], rate_limit: { max: 5, window_ms: 1000 }, expires_at: '2030-01-01T00:00:00Z' },
-      { id: 'acme', secret_sha256: sha256('new').toUpperCase(), scopes: ['users:read'], systems: [A.toLowerCase()], rate_limit: { max: 5, window_ms: 1000 } },
+      {
+        id: 'acme',
+        secret_sha256: sha256('old'),
+        scopes: ['users:read'],
+        systems: [A],
+        rate_limit: { max: 5, window_ms: 1000 },
+        expires_at: '2030-01-01T00:00:00Z',
+      },
+      {
+        id: 'acme',
+        secret_sha256: sha256('new').toUpperCase(),
+        scopes: ['users:read'],
+        systems: [A.toLowerCase()],
+        rate_limit: { max: 5, window_ms: 1000 },
+      },
     ]),
   )
   const registry = createApiKeyRegistry([], entries)
@@ -46,7 +63,10 @@ t.test('a malformed file stops the start with one line naming the entry and the 
     [{ id: 'x' }, /must be a JSON array/],
     [[ok, 'x'], /entry 1: must be an object/],
     [[{ secret_sha256: HASH }], /entry 0: "id" must be/],
-    [[{ id: 'key-0123456789ab', secret_sha256: HASH }], /entry 0 \(id "key-0123456789ab"\): "id" of the form key-<12 hex> is reserved/],
+    [
+      [{ id: 'key-0123456789ab', secret_sha256: HASH }],
+      /entry 0 \(id "key-0123456789ab"\): "id" of the form key-<12 hex> is reserved/,
+    ],
     [[{ id: 'acme', secret_sha256: 'abc' }], /entry 0 \(id "acme"\): "secret_sha256" must be 64 hex/],
     [[{ ...ok, scopes: ['users:delete'] }], /"scopes" has unknown scope "users:delete"/],
     [[{ ...ok, scopes: [] }], /"scopes" must be a non-empty array/],
@@ -56,18 +76,40 @@ t.test('a malformed file stops the start with one line naming the entry and the 
     [[{ ...ok, expires_at: 'tomorrow' }], /"expires_at" must be an RFC 3339 date-time/],
     [[{ ...ok, secret: 'plain' }], /unknown field "secret"/],
     [[ok, { id: 'other', secret_sha256: HASH }], /entry 1 \(id "other"\): same secret_sha256 as entry 0/],
-    [[{ ...ok, scopes: ['users:read'] }, { id: 'acme', secret_sha256: sha256('b') }], /entry 1 \(id "acme"\): "scopes" differs from entry 0 with the same id/],
-    [[ok, { id: 'acme', secret_sha256: sha256('b'), systems: [randomUUID()] }], /entry 1 \(id "acme"\): "systems" differs/],
-    [[ok, { id: 'acme', secret_sha256: sha256('b'), rate_limit: { max: 1, window_ms: 1 } }], /entry 1 \(id "acme"\): "rate_limit" differs/],
+    [
+      [
+        { ...ok, scopes: ['users:read'] },
+        { id: 'acme', secret_sha256: sha256('b') },
+      ],
+      /entry 1 \(id "acme"\): "scopes" differs from entry 0 with the same id/,
+    ],
+    [
+      [ok, { id: 'acme', secret_sha256: sha256('b'), systems: [randomUUID()] }],
+      /entry 1 \(id "acme"\): "systems" differs/,
+    ],
+    [
+      [ok, { id: 'acme', secret_sha256: sha256('b'), rate_limit: { max: 1, window_ms: 1 } }],
+      /entry 1 \(id "acme"\): "rate_limit" differs/,
+    ],
   ]
   for (const [content, message] of cases) {
     const file = await writeRawKeyFile(t, typeof content === 'string' ? content : JSON.stringify(content))
-    const error = t.throws(() => loadConfig({ API_KEYS_FILE: file }), { constructor: ConfigError, message }, String(message)) as Error
+    const error = t.throws(
+      () => loadConfig({ API_KEYS_FILE: file }),
+      { constructor: ConfigError, message },
+      String(message),
+    ) as Error
     t.notMatch(error?.message ?? '', /\n/, 'one line')
   }
-  t.throws(() => loadConfig({ API_KEYS_FILE: '/nonexistent/keys.json' }), { constructor: ConfigError, message: /API_KEYS_FILE: cannot read "\/nonexistent\/keys.json" \(ENOENT\)/ })
+  t.throws(() => loadConfig({ API_KEYS_FILE: '/nonexistent/keys.json' }), {
+    constructor: ConfigError,
+    message: /API_KEYS_FILE: cannot read "\/nonexistent\/keys.json" \(ENOENT\)/,
+  })
   const both = await writeKeyFile(t, [{ id: 'acme', secret: 'shared' }])
-  t.throws(() => loadConfig({ API_KEYS: 'shared', API_KEYS_FILE: both }), { constructor: ConfigError, message: /configured twice/ })
+  t.throws(() => loadConfig({ API_KEYS: 'shared', API_KEYS_FILE: both }), {
+    constructor: ConfigError,
+    message: /configured twice/,
+  })
 })
 
 t.test('API_KEYS_FILE alone is enough in qa and prod; no development key then', async (t) => {
@@ -84,7 +126,12 @@ t.test('make key: a prefixed 32-byte secret and an entry that the service accept
   const { secret, entry } = makeKey({ ID: 'acme', SCOPES: 'telemetry:ingest', RATE_MAX: '100', RATE_WINDOW_MS: '1000' })
   t.match(secret, /^ssk_[A-Za-z0-9_-]{43}$/)
   t.ok(Buffer.from(secret.slice(4), 'base64url').length >= 32)
-  t.same(entry, { id: 'acme', secret_sha256: sha256(secret), scopes: ['telemetry:ingest'], rate_limit: { max: 100, window_ms: 1000 } })
+  t.same(entry, {
+    id: 'acme',
+    secret_sha256: sha256(secret),
+    scopes: ['telemetry:ingest'],
+    rate_limit: { max: 100, window_ms: 1000 },
+  })
   t.equal(createApiKeyRegistry([], parseKeyFile(JSON.stringify([entry]))).identify(secret)!.id, 'acme')
   t.not(makeKey({ ID: 'acme' }).secret, secret, 'random')
   t.throws(() => makeKey({ ID: 'acme', SCOPES: 'everything' }), /unknown scope/)

@@ -13,7 +13,12 @@ import { sha256, writeKeyFile } from '../helpers/keys.js'
 t.test('registry: each lookup is judged by the candidate presented, expiry included', async (t) => {
   const registry = createApiKeyRegistry(
     ['legacy'],
-    parseKeyFile(JSON.stringify([{ id: 'acme', secret_sha256: sha256('ssk_acme'), expires_at: '2030-01-01T00:00:00Z' }, { id: 'beta', secret_sha256: sha256('ssk_beta') }])),
+    parseKeyFile(
+      JSON.stringify([
+        { id: 'acme', secret_sha256: sha256('ssk_acme'), expires_at: '2030-01-01T00:00:00Z' },
+        { id: 'beta', secret_sha256: sha256('ssk_beta') },
+      ]),
+    ),
   )
   const before = Date.parse('2029-12-31T23:59:59Z')
   t.equal(registry.identify('ssk_acme', before)!.id, 'acme')
@@ -46,12 +51,15 @@ t.test('HTTP: one keep-alive connection, several keys, each request judged by it
   const get = (key: string | null) =>
     new Promise<{ status: number; key: string }>((resolve, reject) => {
       const headers: Record<string, string> = key === null ? {} : { 'x-api-key': key }
-      const req = http.get({ port, host: '127.0.0.1', agent, headers, path: `/api/v1/user/${randomUUID()}/nobody` }, (res) => {
-        localPorts.add(req.socket!.localPort!)
-        let body = ''
-        res.on('data', (chunk) => (body += chunk))
-        res.on('end', () => resolve({ status: res.statusCode!, key: JSON.parse(body).key }))
-      })
+      const req = http.get(
+        { port, host: '127.0.0.1', agent, headers, path: `/api/v1/user/${randomUUID()}/nobody` },
+        (res) => {
+          localPorts.add(req.socket!.localPort!)
+          let body = ''
+          res.on('data', (chunk) => (body += chunk))
+          res.on('end', () => resolve({ status: res.statusCode!, key: JSON.parse(body).key }))
+        },
+      )
       req.on('error', reject)
     })
   const sequence: [string | null, number, string][] = [
@@ -63,9 +71,14 @@ t.test('HTTP: one keep-alive connection, several keys, each request judged by it
     ['ssk_reader', 404, 'USER_NOT_FOUND'],
     ['ssk_brief', 404, 'USER_NOT_FOUND'],
   ]
-  for (const [key, status, errorKey] of sequence) t.same(await get(key), { status, key: errorKey }, `${key ?? 'no key'}: ${status}`)
+  for (const [key, status, errorKey] of sequence)
+    t.same(await get(key), { status, key: errorKey }, `${key ?? 'no key'}: ${status}`)
   await new Promise((resolve) => setTimeout(resolve, expiresAt.getTime() - Date.now() + 50))
-  t.same(await get('ssk_brief'), { status: 401, key: 'SECURITY_AUTH_REQUIRED' }, 'expired while its connection stayed open')
+  t.same(
+    await get('ssk_brief'),
+    { status: 401, key: 'SECURITY_AUTH_REQUIRED' },
+    'expired while its connection stayed open',
+  )
   t.same(await get('ssk_reader'), { status: 404, key: 'USER_NOT_FOUND' })
   t.equal(localPorts.size, 1, 'every request went over one connection')
 })

@@ -8,11 +8,19 @@ const api = await buildTestApp(t)
 const owner = await createOwner(api)
 const note = await createConspectus(api, owner)
 
-async function expectCodes(t: Test, res: { statusCode: number; body: string; json(): any }, expected: [string, string | null][]) {
+async function expectCodes(
+  t: Test,
+  res: { statusCode: number; body: string; json(): any },
+  expected: [string, string | null][],
+) {
   t.equal(res.statusCode, 422, res.body)
-  t.same(res.json().errors.map((e: { code: string; field: string | null }) => [e.code, e.field]), expected)
+  t.same(
+    res.json().errors.map((e: { code: string; field: string | null }) => [e.code, e.field]),
+    expected,
+  )
 }
-const omit = (o: Record<string, unknown>, k: string) => Object.fromEntries(Object.entries(o).filter(([key]) => key !== k))
+const omit = (o: Record<string, unknown>, k: string) =>
+  Object.fromEntries(Object.entries(o).filter(([key]) => key !== k))
 
 const createCases: [string, Record<string, unknown>, [string, string | null][]][] = [
   ['missing system_user_id', omit(conspectusBody(owner), 'system_user_id'), [['CONS_001', 'system_user_id']]],
@@ -22,10 +30,18 @@ const createCases: [string, Record<string, unknown>, [string, string | null][]][
   ['title over 200', conspectusBody(owner, { title: 't'.repeat(201) }), [['CONS_005', 'title']]],
   ['missing cue_sheet', omit(conspectusBody(owner), 'cue_sheet'), [['CONS_006', 'cue_sheet']]],
   ['cue_sheet as an array', conspectusBody(owner, { cue_sheet: [{ keywords: 'a' }] }), [['CONS_007', 'cue_sheet']]],
-  ['cue_sheet over 64 KiB', conspectusBody(owner, { cue_sheet: { topic: 'x'.repeat(65_536) } }), [['CONS_007', 'cue_sheet']]],
+  [
+    'cue_sheet over 64 KiB',
+    conspectusBody(owner, { cue_sheet: { topic: 'x'.repeat(65_536) } }),
+    [['CONS_007', 'cue_sheet']],
+  ],
   ['missing dense_paragraph', omit(conspectusBody(owner), 'dense_paragraph'), [['CONS_008', 'dense_paragraph']]],
   ['empty dense_paragraph', conspectusBody(owner, { dense_paragraph: '' }), [['CONS_009', 'dense_paragraph']]],
-  ['dense_paragraph over 20000', conspectusBody(owner, { dense_paragraph: 'd'.repeat(20_001) }), [['CONS_009', 'dense_paragraph']]],
+  [
+    'dense_paragraph over 20000',
+    conspectusBody(owner, { dense_paragraph: 'd'.repeat(20_001) }),
+    [['CONS_009', 'dense_paragraph']],
+  ],
   ['missing bullets', omit(conspectusBody(owner), 'bullets'), [['CONS_010', 'bullets']]],
   ['51 bullets', conspectusBody(owner, { bullets: Array(51).fill('b') }), [['CONS_011', 'bullets']]],
   ['an empty bullet', conspectusBody(owner, { bullets: ['ok', ''] }), [['CONS_011', 'bullets']]],
@@ -48,14 +64,22 @@ t.test('create: a cue_sheet of exactly 64 KiB is accepted', async (t) => {
 })
 
 t.test('create: size checks come before the Idempotency-Key check', async (t) => {
-  const res = await api.post('/api/v1/conspectuses', conspectusBody(owner, { cue_sheet: { topic: 'x'.repeat(70_000) } }), null)
+  const res = await api.post(
+    '/api/v1/conspectuses',
+    conspectusBody(owner, { cue_sheet: { topic: 'x'.repeat(70_000) } }),
+    null,
+  )
   await expectCodes(t, res, [['CONS_007', 'cue_sheet']])
 })
 
 const patchUrl = `/api/v1/conspectuses/${note.conspectus_uuid}`
 const patchCases: [string, Record<string, unknown>, [string, string | null][]][] = [
   ['missing owner id', { system_uuid: owner.system_uuid, title: 'x' }, [['CONS_014', 'system_user_id']]],
-  ['bad owner uuid', { system_user_id: owner.system_user_id, system_uuid: 'nope', title: 'x' }, [['CONS_015', 'system_uuid']]],
+  [
+    'bad owner uuid',
+    { system_user_id: owner.system_user_id, system_uuid: 'nope', title: 'x' },
+    [['CONS_015', 'system_uuid']],
+  ],
   ['title not a string', { ...owner, title: 5 }, [['CONS_016', 'title']]],
   ['cue_sheet null', { ...owner, cue_sheet: null }, [['CONS_017', 'cue_sheet']]],
   ['empty dense_paragraph', { ...owner, dense_paragraph: '' }, [['CONS_018', 'dense_paragraph']]],
@@ -68,8 +92,12 @@ for (const [name, body, expected] of patchCases) {
 
 const reviewUrl = `/api/v1/conspectuses/${note.conspectus_uuid}/actions/review`
 t.test('review: owner key and outcome are required, nothing else is allowed', async (t) => {
-  await expectCodes(t, await api.post(reviewUrl, { system_uuid: owner.system_uuid, outcome: 'forgot' }), [['CONS_022', 'system_user_id']])
-  await expectCodes(t, await api.post(reviewUrl, { system_user_id: owner.system_user_id, outcome: 'forgot' }), [['CONS_023', 'system_uuid']])
+  await expectCodes(t, await api.post(reviewUrl, { system_uuid: owner.system_uuid, outcome: 'forgot' }), [
+    ['CONS_022', 'system_user_id'],
+  ])
+  await expectCodes(t, await api.post(reviewUrl, { system_user_id: owner.system_user_id, outcome: 'forgot' }), [
+    ['CONS_023', 'system_uuid'],
+  ])
   await expectCodes(t, await api.post(reviewUrl, { ...owner }), [['CONS_024', 'outcome']])
   await expectCodes(t, await api.post(reviewUrl, { ...owner, outcome: 'forgot', slot: 'D' }), [['CONS_025', 'slot']])
   await expectCodes(t, await api.post(reviewUrl, [owner]), [['CONS_026', null]])
@@ -89,7 +117,11 @@ const errorCases: [string, Record<string, unknown>, [string, string | null][]][]
   ['message over 2000', { ...owner, message: 'm'.repeat(2001) }, [['ERRLOG_004', 'message']]],
   ['bad conspectus_uuid', { ...owner, message: 'm', conspectus_uuid: 'x' }, [['ERRLOG_005', 'conspectus_uuid']]],
   ['context as an array', { ...owner, message: 'm', context: [1] }, [['ERRLOG_006', 'context']]],
-  ['context over 16 KiB', { ...owner, message: 'm', context: { blob: 'c'.repeat(16_384) } }, [['ERRLOG_006', 'context']]],
+  [
+    'context over 16 KiB',
+    { ...owner, message: 'm', context: { blob: 'c'.repeat(16_384) } },
+    [['ERRLOG_006', 'context']],
+  ],
   ['unknown field', { ...owner, message: 'm', severity: 'high' }, [['ERRLOG_007', 'severity']]],
 ]
 for (const [name, body, expected] of errorCases) {
@@ -97,8 +129,14 @@ for (const [name, body, expected] of errorCases) {
 }
 
 t.test('error log: a cursor that does not decode is 422 COMMON_422', async (t) => {
-  for (const cursor of ['garbage', Buffer.from('["x","y"]').toString('base64url'), Buffer.from('{}').toString('base64url')]) {
-    const res = await api.get(`/api/v1/errors?system_user_id=${owner.system_user_id}&system_uuid=${owner.system_uuid}&cursor=${cursor}`)
+  for (const cursor of [
+    'garbage',
+    Buffer.from('["x","y"]').toString('base64url'),
+    Buffer.from('{}').toString('base64url'),
+  ]) {
+    const res = await api.get(
+      `/api/v1/errors?system_user_id=${owner.system_user_id}&system_uuid=${owner.system_uuid}&cursor=${cursor}`,
+    )
     t.equal(res.statusCode, 422, cursor)
     t.match(res.json().errors[0], { code: 'COMMON_422', field: 'cursor', details: { loc: ['query', 'cursor'] } })
   }

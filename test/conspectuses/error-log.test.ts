@@ -9,9 +9,21 @@ const api = await buildTestApp(t)
 t.test('create stores a message, optionally linked to a conspectus, with context', async (t) => {
   const owner = await createOwner(api)
   const note = await createConspectus(api, owner)
-  const res = await api.post('/api/v1/errors', { ...owner, message: 'Mixed up stages', conspectus_uuid: note.conspectus_uuid, context: { quiz: 3, tags: ['a'] } })
+  const res = await api.post('/api/v1/errors', {
+    ...owner,
+    message: 'Mixed up stages',
+    conspectus_uuid: note.conspectus_uuid,
+    context: { quiz: 3, tags: ['a'] },
+  })
   t.equal(res.statusCode, 201)
-  t.match(res.json(), { ...owner, message: 'Mixed up stages', conspectus_uuid: note.conspectus_uuid, context: { quiz: 3, tags: ['a'] }, error_log_uuid: String, created_at: String })
+  t.match(res.json(), {
+    ...owner,
+    message: 'Mixed up stages',
+    conspectus_uuid: note.conspectus_uuid,
+    context: { quiz: 3, tags: ['a'] },
+    error_log_uuid: String,
+    created_at: String,
+  })
   const bare = await api.post('/api/v1/errors', { ...owner, message: 'No link', conspectus_uuid: null })
   t.match(bare.json(), { conspectus_uuid: null, context: null })
 })
@@ -21,7 +33,10 @@ t.test('an unknown owner is 404 USER_404; an unknown conspectus 404 CONS_404', a
   t.equal((await api.post('/api/v1/errors', { ...ghost, message: 'm' })).json().code, 'USER_404')
   t.equal((await api.get(`/api/v1/errors?${ownerQuery(ghost)}`)).json().code, 'USER_404')
   const owner = await createOwner(api)
-  t.equal((await api.post('/api/v1/errors', { ...owner, message: 'm', conspectus_uuid: randomUUID() })).json().code, 'CONS_404')
+  t.equal(
+    (await api.post('/api/v1/errors', { ...owner, message: 'm', conspectus_uuid: randomUUID() })).json().code,
+    'CONS_404',
+  )
 })
 
 t.test('create is idempotent', async (t) => {
@@ -41,12 +56,17 @@ t.test('pages walk every row exactly once, newest first', async (t) => {
   const note = await createConspectus(api, owner)
   const ids: string[] = []
   for (let i = 0; i < 23; i++) {
-    const res = await api.post('/api/v1/errors', { ...owner, message: `m${i}`, conspectus_uuid: i % 3 === 0 ? note.conspectus_uuid : null })
+    const res = await api.post('/api/v1/errors', {
+      ...owner,
+      message: `m${i}`,
+      conspectus_uuid: i % 3 === 0 ? note.conspectus_uuid : null,
+    })
     ids.push(res.json().error_log_uuid)
   }
   await api.post('/api/v1/errors', { ...other, message: 'not yours' })
   // Rows with identical created_at must still be ordered and paged exactly once.
-  await api.db.sql`update error_logs set created_at = '2026-01-01T00:00:00Z' where error_log_uuid = any(${ids.slice(5, 12)}::uuid[])`
+  await api.db
+    .sql`update error_logs set created_at = '2026-01-01T00:00:00Z' where error_log_uuid = any(${ids.slice(5, 12)}::uuid[])`
   const seen: string[] = []
   let cursor: string | null = null
   let pages = 0
@@ -64,7 +84,11 @@ t.test('pages walk every row exactly once, newest first', async (t) => {
   const rows = await api.db.sql<{ id: string }[]>`
     select error_log_uuid::text as id from error_logs e join users u on u.client_uuid = e.user_id
     where u.system_user_id = ${owner.system_user_id} order by e.created_at desc, e.error_log_uuid desc`
-  t.same(seen, rows.map((r) => r.id), 'newest first, ties by id')
+  t.same(
+    seen,
+    rows.map((r) => r.id),
+    'newest first, ties by id',
+  )
 
   const linked = await api.get(`/api/v1/errors?${ownerQuery(owner)}&conspectus_uuid=${note.conspectus_uuid}&limit=100`)
   t.equal(linked.json().items.length, 8)

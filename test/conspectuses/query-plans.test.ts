@@ -11,10 +11,16 @@ const sql = postgres(api.db.url, { max: 1, onnotice: () => {} })
 t.teardown(() => sql.end())
 const owner = await createOwner(api)
 const other = await createOwner(api)
-const [{ client_uuid: userId }] = (await sql`select client_uuid from users where system_user_id = ${owner.system_user_id}`) as unknown as [{ client_uuid: string }]
+const [{ client_uuid: userId }] =
+  (await sql`select client_uuid from users where system_user_id = ${owner.system_user_id}`) as unknown as [
+    { client_uuid: string },
+  ]
 
 // 100k notes for the learner among 500k, due times spread over a year.
-for (const [who, count] of [[owner, 100_000], [other, 400_000]] as const) {
+for (const [who, count] of [
+  [owner, 100_000],
+  [other, 400_000],
+] as const) {
   await sql`
     insert into conspectuses (user_id, cue_sheet, dense_paragraph, slot, next_review_at, created_at, updated_at)
     select u.client_uuid, '{}'::jsonb, 'p', (array['A','B','C','D'])[1 + i % 4],
@@ -43,16 +49,28 @@ t.test('the due list reads a range of the conspectuses_due index', async (t) => 
     select c.* from conspectuses c join users u on u.client_uuid = c.user_id
     where c.user_id = '${userId}' and c.next_review_at <= '2026-06-01T00:00:00Z'
     order by c.next_review_at, c.conspectus_uuid limit 50`)
-  t.ok(plan.some((n) => n['Index Name'] === 'conspectuses_due'), 'uses conspectuses_due')
-  t.notOk(plan.some((n) => n['Node Type'] === 'Sort'), 'no sort: the index gives the order')
-  t.notOk(plan.some((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'conspectuses'), 'no sequential scan')
+  t.ok(
+    plan.some((n) => n['Index Name'] === 'conspectuses_due'),
+    'uses conspectuses_due',
+  )
+  t.notOk(
+    plan.some((n) => n['Node Type'] === 'Sort'),
+    'no sort: the index gives the order',
+  )
+  t.notOk(
+    plan.some((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'conspectuses'),
+    'no sequential scan',
+  )
 })
 
 t.test('the summary is an index-only scan of the learner range', async (t) => {
   const plan = await explain(`
     select count(*), count(*) filter (where next_review_at <= now()), count(*) filter (where slot = 'A')
     from conspectuses where user_id = '${userId}'`)
-  t.ok(plan.some((n) => n['Node Type'] === 'Index Only Scan' && n['Index Name'] === 'conspectuses_due'), `index-only scan: ${plan.map((n) => n['Node Type']).join(' > ')}`)
+  t.ok(
+    plan.some((n) => n['Node Type'] === 'Index Only Scan' && n['Index Name'] === 'conspectuses_due'),
+    `index-only scan: ${plan.map((n) => n['Node Type']).join(' > ')}`,
+  )
 })
 
 t.test('an error-log page reads the error_logs_page index in order', async (t) => {
@@ -60,8 +78,14 @@ t.test('an error-log page reads the error_logs_page index in order', async (t) =
     select * from error_logs where user_id = '${userId}'
       and (created_at, error_log_uuid) < ('2026-01-01T03:00:00Z'::timestamptz, '00000000-0000-0000-0000-000000000000'::uuid)
     order by created_at desc, error_log_uuid desc limit 21`)
-  t.ok(plan.some((n) => n['Index Name'] === 'error_logs_page'), 'uses error_logs_page')
-  t.notOk(plan.some((n) => n['Node Type'] === 'Sort'), 'no sort')
+  t.ok(
+    plan.some((n) => n['Index Name'] === 'error_logs_page'),
+    'uses error_logs_page',
+  )
+  t.notOk(
+    plan.some((n) => n['Node Type'] === 'Sort'),
+    'no sort',
+  )
 })
 
 t.test('through the API: due list and summary over 100k notes', async (t) => {

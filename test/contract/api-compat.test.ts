@@ -13,7 +13,10 @@ function gate(revision?: string, releasedDir?: string): Promise<{ status: number
   return new Promise((resolve) => {
     const env: NodeJS.ProcessEnv = { ...process.env, API_COMPAT_REQUIRE_RELEASED: '0' }
     if (releasedDir) env.API_COMPAT_RELEASED_DIR = releasedDir
-    const child = spawn(path.join(projectRoot, 'tools/api-compat.sh'), revision ? [revision] : [], { cwd: projectRoot, env })
+    const child = spawn(path.join(projectRoot, 'tools/api-compat.sh'), revision ? [revision] : [], {
+      cwd: projectRoot,
+      env,
+    })
     let out = ''
     child.stdout.on('data', (d) => (out += d))
     child.stderr.on('data', (d) => (out += d))
@@ -54,7 +57,10 @@ const bumped = (version: string, part: 'major' | 'minor') => {
 
 t.test('what main serves is released: the spec equals its released copy', async (t) => {
   const version = parse(readFileSync(specPath, 'utf8')).info.version as string
-  t.equal(readFileSync(path.join(projectRoot, `spec/released/openapi-${version}.yaml`), 'utf8'), readFileSync(specPath, 'utf8'))
+  t.equal(
+    readFileSync(path.join(projectRoot, `spec/released/openapi-${version}.yaml`), 'utf8'),
+    readFileSync(specPath, 'utf8'),
+  )
   const current = await gate()
   t.equal(current.status, 0, current.out)
 })

@@ -25,12 +25,18 @@ t.test('an undeclared status is reported', async (t) => {
 t.test('a missing required header is reported', async (t) => {
   const { 'x-ratelimit-remaining': _gone, ...headers } = ok
   t.match(contractProblems('GET', url, 404, headers, envelope), [/missing header X-RateLimit-Remaining/])
-  t.match(contractProblems('GET', '/live', 200, {}, JSON.stringify({ status: 'alive', app_env: 'dev' })), [/missing header X-Request-Id/])
+  t.match(contractProblems('GET', '/live', 200, {}, JSON.stringify({ status: 'alive', app_env: 'dev' })), [
+    /missing header X-Request-Id/,
+  ])
 })
 
 t.test('a body off its schema is reported, 4xx envelopes included', async (t) => {
-  t.match(contractProblems('GET', url, 404, ok, JSON.stringify({ code: 'USER_404', detail: 'x' })), [/does not match schema/])
-  t.match(contractProblems('GET', url, 200, ok, JSON.stringify({ client_uuid: 'not-a-uuid' })), [/does not match schema/])
+  t.match(contractProblems('GET', url, 404, ok, JSON.stringify({ code: 'USER_404', detail: 'x' })), [
+    /does not match schema/,
+  ])
+  t.match(contractProblems('GET', url, 200, ok, JSON.stringify({ client_uuid: 'not-a-uuid' })), [
+    /does not match schema/,
+  ])
   t.match(contractProblems('GET', url, 200, ok, 'not json'), [/not JSON/])
 })
 

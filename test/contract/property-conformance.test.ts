@@ -42,13 +42,24 @@ function arbitrary(schema: Schema): fc.Arbitrary<unknown> {
     case 'string':
       if (schema.format === 'uuid') return fc.uuid()
       if (schema.format === 'iana-time-zone') return fc.constantFrom(...ZONES)
-      if (schema.format === 'date-time') return fc.date({ min: new Date('2020-01-01'), max: new Date('2030-01-01'), noInvalidDate: true }).map((d) => d.toISOString())
+      if (schema.format === 'date-time')
+        return fc
+          .date({ min: new Date('2020-01-01'), max: new Date('2030-01-01'), noInvalidDate: true })
+          .map((d) => d.toISOString())
       return fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 30, 30) })
     case 'array':
-      return fc.array(arbitrary(schema.items ?? {}), { minLength: schema.minItems ?? 0, maxLength: Math.min(schema.maxItems ?? 4, 4) })
+      return fc.array(arbitrary(schema.items ?? {}), {
+        minLength: schema.minItems ?? 0,
+        maxLength: Math.min(schema.maxItems ?? 4, 4),
+      })
     case 'object': {
       const properties: Record<string, Schema> = schema.properties ?? {}
-      if (Object.keys(properties).length === 0) return fc.dictionary(fc.string({ minLength: 1, maxLength: 6 }), fc.oneof(fc.string({ maxLength: 10 }), fc.integer()), { maxKeys: 3 })
+      if (Object.keys(properties).length === 0)
+        return fc.dictionary(
+          fc.string({ minLength: 1, maxLength: 6 }),
+          fc.oneof(fc.string({ maxLength: 10 }), fc.integer()),
+          { maxKeys: 3 },
+        )
       const required = new Set<string>(schema.required ?? [])
       return fc.record(Object.fromEntries(Object.entries(properties).map(([k, v]) => [k, arbitrary(v)])), {
         requiredKeys: Object.keys(properties).filter((k) => required.has(k)),
@@ -88,14 +99,22 @@ function urlFor(path: string, known: boolean) {
 const writeOps = Object.entries(operations).filter(([, op]) => op.bodySchema)
 for (const [operationId, op] of writeOps) {
   const bodySchema = (schemas as Record<string, Schema>)[op.bodySchema!]!
-  const prefix = errorCatalogue.find((e) => 'group' in e && ([] as string[]).concat(e.group as string).includes(op.validationGroup!))!.code.split('_')[0]
+  const prefix = errorCatalogue
+    .find((e) => 'group' in e && ([] as string[]).concat(e.group as string).includes(op.validationGroup!))!
+    .code.split('_')[0]
 
   t.test(`${operationId}: valid bodies never get a 5xx`, async (t) => {
     await fc.assert(
       fc.asyncProperty(arbitrary(bodySchema), fc.boolean(), async (body, known) => {
         cases++
-        const res = await api.request({ method: op.method as 'POST', url: urlFor(op.path, known), payload: withKnownOwner(body as Record<string, unknown>, known) as object, headers: { 'idempotency-key': newKey() } })
-        if (res.statusCode >= 500 || res.statusCode === 422) throw new Error(`${res.statusCode} ${res.body.slice(0, 300)}`)
+        const res = await api.request({
+          method: op.method as 'POST',
+          url: urlFor(op.path, known),
+          payload: withKnownOwner(body as Record<string, unknown>, known) as object,
+          headers: { 'idempotency-key': newKey() },
+        })
+        if (res.statusCode >= 500 || res.statusCode === 422)
+          throw new Error(`${res.statusCode} ${res.body.slice(0, 300)}`)
       }),
       { seed: SEED, numRuns: RUNS },
     )
@@ -121,10 +140,17 @@ for (const [operationId, op] of writeOps) {
         if (m.kind === 'unknown') record[m.prop] = 1
         if (m.kind === 'drop') delete record[m.prop]
         if (m.kind === 'wrong-type') record[m.prop] = wrongValue(bodySchema.properties[m.prop])
-        const res = await api.request({ method: op.method as 'POST', url: urlFor(op.path, true), payload: body as object, headers: { 'idempotency-key': newKey() } })
-        if (res.statusCode !== 422) throw new Error(`${m.kind} ${m.prop}: expected 422, got ${res.statusCode} ${res.body.slice(0, 200)}`)
+        const res = await api.request({
+          method: op.method as 'POST',
+          url: urlFor(op.path, true),
+          payload: body as object,
+          headers: { 'idempotency-key': newKey() },
+        })
+        if (res.statusCode !== 422)
+          throw new Error(`${m.kind} ${m.prop}: expected 422, got ${res.statusCode} ${res.body.slice(0, 200)}`)
         for (const item of res.json().errors) {
-          if (!catalogued.has(item.code) || !item.code.startsWith(prefix)) throw new Error(`uncatalogued or foreign code ${item.code}`)
+          if (!catalogued.has(item.code) || !item.code.startsWith(prefix))
+            throw new Error(`uncatalogued or foreign code ${item.code}`)
         }
       }),
       { seed: SEED, numRuns: RUNS },
@@ -135,19 +161,30 @@ for (const [operationId, op] of writeOps) {
 
 const readOps = Object.entries(operations).filter(([, op]) => op.method === 'GET' && op.path.startsWith('/api/v1'))
 t.test('GET routes: arbitrary query strings are 2xx, 404 or 422 with catalogued codes, never 5xx', async (t) => {
-  const value = fc.oneof(fc.string({ maxLength: 12 }), fc.integer({ min: -5, max: 20000 }).map(String), fc.uuid(), fc.date({ noInvalidDate: true }).map((d) => d.toISOString()))
+  const value = fc.oneof(
+    fc.string({ maxLength: 12 }),
+    fc.integer({ min: -5, max: 20000 }).map(String),
+    fc.uuid(),
+    fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+  )
   const names = ['system_user_id', 'system_uuid', 'as_of', 'limit', 'cursor', 'conspectus_uuid', 'window_minutes']
   for (const [operationId, op] of readOps) {
     await fc.assert(
-      fc.asyncProperty(fc.dictionary(fc.constantFrom(...names), value, { maxKeys: 5 }), fc.boolean(), async (query, known) => {
-        cases++
-        const params = new URLSearchParams(query as Record<string, string>)
-        if (known && params.has('system_user_id')) params.set('system_user_id', owner.system_user_id)
-        if (known && params.has('system_uuid')) params.set('system_uuid', owner.system_uuid)
-        const res = await api.get(`${urlFor(op.path, known)}?${params}`)
-        if (res.statusCode >= 500) throw new Error(`${operationId}: ${res.statusCode} ${res.body}`)
-        if (res.statusCode === 422) for (const item of res.json().errors) if (!catalogued.has(item.code)) throw new Error(`uncatalogued ${item.code}`)
-      }),
+      fc.asyncProperty(
+        fc.dictionary(fc.constantFrom(...names), value, { maxKeys: 5 }),
+        fc.boolean(),
+        async (query, known) => {
+          cases++
+          const params = new URLSearchParams(query as Record<string, string>)
+          if (known && params.has('system_user_id')) params.set('system_user_id', owner.system_user_id)
+          if (known && params.has('system_uuid')) params.set('system_uuid', owner.system_uuid)
+          const res = await api.get(`${urlFor(op.path, known)}?${params}`)
+          if (res.statusCode >= 500) throw new Error(`${operationId}: ${res.statusCode} ${res.body}`)
+          if (res.statusCode === 422)
+            for (const item of res.json().errors)
+              if (!catalogued.has(item.code)) throw new Error(`uncatalogued ${item.code}`)
+        },
+      ),
       { seed: SEED, numRuns: RUNS },
     )
   }

@@ -20,15 +20,32 @@ writeFileSync(ruleset, 'extends: ["spectral:oas"]\n')
 const bin = (name: string) => path.join(projectRoot, 'node_modules/.bin', name)
 
 t.test('spectral:oas reports no error on the served document', async (t) => {
-  const { stdout } = await run(bin('spectral'), ['lint', served, '-r', ruleset, '-f', 'json', '--fail-severity=error', '-q'], { maxBuffer: 64 << 20 }).catch((e) => e)
+  const { stdout } = await run(
+    bin('spectral'),
+    ['lint', served, '-r', ruleset, '-f', 'json', '--fail-severity=error', '-q'],
+    { maxBuffer: 64 << 20 },
+  ).catch((e) => e)
   const results = JSON.parse(stdout || '[]') as { severity: number; code: string; path: string[] }[]
   const errors = results.filter((r) => r.severity === 0)
-  t.same(errors.map((e) => `${e.code} ${e.path.join('.')}`), [], 'no spectral error')
+  t.same(
+    errors.map((e) => `${e.code} ${e.path.join('.')}`),
+    [],
+    'no spectral error',
+  )
 })
 
 t.test('redocly recommended reports no error on the served document', async (t) => {
-  const { stdout } = await run(bin('redocly'), ['lint', served, '--extends=recommended', '--format=json'], { cwd: dir, maxBuffer: 64 << 20 }).catch((e) => e)
-  const report = JSON.parse(stdout.slice(stdout.indexOf('{'))) as { totals: { errors: number }; problems: { ruleId: string; severity: string; message: string }[] }
-  t.same(report.problems.filter((p) => p.severity === 'error').map((p) => `${p.ruleId}: ${p.message}`), [])
+  const { stdout } = await run(bin('redocly'), ['lint', served, '--extends=recommended', '--format=json'], {
+    cwd: dir,
+    maxBuffer: 64 << 20,
+  }).catch((e) => e)
+  const report = JSON.parse(stdout.slice(stdout.indexOf('{'))) as {
+    totals: { errors: number }
+    problems: { ruleId: string; severity: string; message: string }[]
+  }
+  t.same(
+    report.problems.filter((p) => p.severity === 'error').map((p) => `${p.ruleId}: ${p.message}`),
+    [],
+  )
   t.equal(report.totals.errors, 0)
 })

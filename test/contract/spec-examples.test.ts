@@ -36,7 +36,10 @@ function checkExamples(t: Test, doc: any, label: string): void {
     }
     if (node.schema && typeof node.schema === 'object' && (node.examples || 'example' in node)) {
       const validate = ajv.compile(rewrite(node.schema))
-      const named = !Array.isArray(node.examples) && node.examples ? Object.entries<any>(node.examples).map(([n, e]) => [n, e.value] as const) : []
+      const named =
+        !Array.isArray(node.examples) && node.examples
+          ? Object.entries<any>(node.examples).map(([n, e]) => [n, e.value] as const)
+          : []
       for (const [name, value] of 'example' in node ? [...named, ['example', node.example] as const] : named) {
         beside++
         t.ok(validate(value), `${label} ${where} example ${name}: ${ajv.errorsText(validate.errors)}`)
@@ -54,7 +57,9 @@ t.test('every example in spec/openapi.yaml matches its schema', async (t) => che
 
 // The served /openapi.json adds one example per error code on each error response
 // (src/docs/served-document.ts): those must match the response's schema too.
-t.test('every example in the served /openapi.json matches its schema', async (t) => checkExamples(t, buildServedDocument(spec), 'served'))
+t.test('every example in the served /openapi.json matches its schema', async (t) =>
+  checkExamples(t, buildServedDocument(spec), 'served'),
+)
 
 t.test('every operation has a summary and a description naming its business errors', async (t) => {
   const codes = new Set(errorCatalogue.map((e) => e.code))
@@ -66,7 +71,8 @@ t.test('every operation has a summary and a description naming its business erro
       for (const mentioned of (op.description ?? '').match(/\b[A-Z]+_\d{3}\b/g) ?? []) {
         t.ok(codes.has(mentioned), `${method} ${path} mentions ${mentioned}, which is catalogued`)
       }
-      if (path.startsWith('/api/v1')) t.match(op.description, /Business errors/, `${op.operationId} lists its business errors`)
+      if (path.startsWith('/api/v1'))
+        t.match(op.description, /Business errors/, `${op.operationId} lists its business errors`)
     }
   }
 })
@@ -77,6 +83,7 @@ t.test('the error catalogue is consistent', async (t) => {
   for (const e of errorCatalogue) {
     t.match(e.code, /^(COMMON|USER|CONS|ERRLOG|TELEMETRY)_\d{3}$/, e.key)
     t.ok(['business', 'security', 'validation', 'internal'].includes(e.source), e.key)
-    if (e.status === 422 && e.code !== 'COMMON_422') t.ok('group' in e && 'field' in e && 'on' in e, `${e.key} is selectable`)
+    if (e.status === 422 && e.code !== 'COMMON_422')
+      t.ok('group' in e && 'field' in e && 'on' in e, `${e.key} is selectable`)
   }
 })

@@ -14,7 +14,11 @@ import { NO_LOAD_SHEDDING } from '../helpers/app.js'
 
 t.test('generate from /openapi.json, compile with tsc, run against the server', async (t) => {
   const db = await createTestDatabase(t)
-  const app = await buildApp({ config: loadConfig({ API_KEYS: 'client-key', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }), sql: db.sql, logger: false })
+  const app = await buildApp({
+    config: loadConfig({ API_KEYS: 'client-key', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }),
+    sql: db.sql,
+    logger: false,
+  })
   t.teardown(() => app.close())
   const base = await app.listen({ port: 0, host: '127.0.0.1' })
 
@@ -25,11 +29,18 @@ t.test('generate from /openapi.json, compile with tsc, run against the server', 
   const ast = await openapiTS(served)
   writeFileSync(path.join(dir, 'generated/api.ts'), astToString(ast))
 
-  execFileSync(process.execPath, [path.join(projectRoot, 'node_modules/typescript/bin/tsc'), '-p', path.join(dir, 'tsconfig.json')], { stdio: 'pipe' })
+  execFileSync(
+    process.execPath,
+    [path.join(projectRoot, 'node_modules/typescript/bin/tsc'), '-p', path.join(dir, 'tsconfig.json')],
+    { stdio: 'pipe' },
+  )
   t.pass('the example compiles against the generated types')
 
   // Imported by path: the example's types only exist once generated above.
   const { walk } = await import(pathToFileURL(path.join(dir, 'walk.ts')).href)
   const result = await walk(base, 'client-key', String(Date.now()))
-  t.match(result, { user: { username: 'walker', timezone: 'Europe/Berlin' }, conspectus: { slot: 'B', review_count: 1 } })
+  t.match(result, {
+    user: { username: 'walker', timezone: 'Europe/Berlin' },
+    conspectus: { slot: 'B', review_count: 1 },
+  })
 })

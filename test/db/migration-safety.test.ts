@@ -45,11 +45,17 @@ alter table a add column y int;
 
 create function f() returns int language sql as $$ select 1; select 2 $$;
 insert into a values (';')`)
-  t.same(statements.map((s) => s.text.split(' ').slice(0, 2).join(' ')), ['create table', 'alter table', 'create function', 'insert into'])
+  t.same(
+    statements.map((s) => s.text.split(' ').slice(0, 2).join(' ')),
+    ['create table', 'alter table', 'create function', 'insert into'],
+  )
   t.same(statements[1]!.markers, { 'access-exclusive': "a TTL's worth of rows, rebuilt in milliseconds" })
   t.same(statements[2]!.markers, {}, 'a blank line ends the run of comments above a statement')
   t.equal(statements[1]!.line, 6)
-  t.same(notNullWithoutDefault('alter table a add column b text not null, add column c int not null default 0, add d int'), ['b'])
+  t.same(
+    notNullWithoutDefault('alter table a add column b text not null, add column c int not null default 0, add d int'),
+    ['b'],
+  )
   t.same(notNullWithoutDefault('alter table a add constraint a_pkey primary key (x)'), [])
   t.same(notNullWithoutDefault('create table b (x int not null)'), [], 'a new table is empty')
 })
@@ -114,5 +120,9 @@ t.test('a migration that meets a held lock gives up quickly and is tried again',
   const slowDir = await tempMigrations(t, { '0003_slow.sql': 'select pg_sleep(2);\n' })
   const slow = await migrate(sql, slowDir, { statementTimeoutMs: 200 }).catch((err) => err)
   t.equal(slow.code, '57014', 'statement_timeout bounds a statement')
-  t.same((await sql`select name from schema_migrations where name = '0003_slow.sql'`).length, 0, 'and the file is not recorded')
+  t.same(
+    (await sql`select name from schema_migrations where name = '0003_slow.sql'`).length,
+    0,
+    'and the file is not recorded',
+  )
 })

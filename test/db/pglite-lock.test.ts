@@ -33,7 +33,15 @@ function runToExit(env: Record<string, string>): Promise<{ code: number | null; 
       new Promise((resolve) => {
         const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
           cwd: projectRoot,
-          env: { ...process.env, LOG_LEVEL: 'warn', API_KEYS: 'k', DATABASE_URL: '', ...env, PORT: String(port), HOST: '127.0.0.1' },
+          env: {
+            ...process.env,
+            LOG_LEVEL: 'warn',
+            API_KEYS: 'k',
+            DATABASE_URL: '',
+            ...env,
+            PORT: String(port),
+            HOST: '127.0.0.1',
+          },
           stdio: ['ignore', 'pipe', 'pipe'],
         })
         let output = ''
@@ -49,7 +57,7 @@ function runToExit(env: Record<string, string>): Promise<{ code: number | null; 
 }
 
 // One folder for the whole story: PGlite's first start (initdb) is the slow part.
-t.test('a second server on the same folder refuses to start; a killed holder\'s lock is taken over', async (t) => {
+t.test("a second server on the same folder refuses to start; a killed holder's lock is taken over", async (t) => {
   const dataDir = tempDir(t)
   const lock = path.join(dataDir, LOCK_FILE)
   await initialise(dataDir)
@@ -77,7 +85,9 @@ t.test('a second server on the same folder refuses to start; a killed holder\'s 
 
   const third = await startServer(t, { DATABASE_URL: '', PGLITE_DATA_DIR: dataDir })
   t.equal(readFileSync(lock, 'utf8').trim(), String(third.child.pid), 'the stale lock is taken over')
-  const read = await fetch(`${third.base}/api/v1/user/${user.system_uuid}/${user.system_user_id}`, { headers: { 'x-api-key': 'k' } })
+  const read = await fetch(`${third.base}/api/v1/user/${user.system_uuid}/${user.system_user_id}`, {
+    headers: { 'x-api-key': 'k' },
+  })
   t.equal(read.status, 200, 'the acknowledged write is there')
   third.child.kill('SIGTERM')
   t.equal(await third.exited, 0)

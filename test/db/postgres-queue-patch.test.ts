@@ -12,7 +12,9 @@ type Queue = { length: number; push(x: unknown): unknown; shift(): unknown; remo
 
 for (const file of ['node_modules/postgres/src/queue.js', 'node_modules/postgres/cjs/src/queue.js']) {
   t.test(`${file}: a queue that never empties keeps a small backing array`, async (t) => {
-    const load = file.includes('/cjs/') ? require(path.join(projectRoot, file)) : (await import(path.join(projectRoot, file))).default
+    const load = file.includes('/cjs/')
+      ? require(path.join(projectRoot, file))
+      : (await import(path.join(projectRoot, file))).default
     const queue: Queue = load()
     // Observe the backing array through the searches remove() makes.
     let longestScan = 0
@@ -40,6 +42,10 @@ for (const file of ['node_modules/postgres/src/queue.js', 'node_modules/postgres
     t.equal(removed, 10_000, 'every removal found its item')
     t.equal(queue.length, 3, 'semantics kept: three items still queued')
     t.ok(longestScan < 100, `remove() scanned at most ${longestScan} slots (unpatched: ~100000)`)
-    t.same([queue.shift(), queue.shift(), queue.shift()].map((x) => (x as { id: number }).id), [99_997, 99_998, 99_999], 'FIFO order kept')
+    t.same(
+      [queue.shift(), queue.shift(), queue.shift()].map((x) => (x as { id: number }).id),
+      [99_997, 99_998, 99_999],
+      'FIFO order kept',
+    )
   })
 }

@@ -21,7 +21,12 @@ export interface TestApi {
   /** inject with the API key and JSON content type; fails the test on a contract violation */
   request(options: InjectOptions & { key?: string | null }): Promise<LightMyRequestResponse>
   get(url: string, headers?: Record<string, string>): Promise<LightMyRequestResponse>
-  post(url: string, payload: unknown, idempotencyKey?: string | null, headers?: Record<string, string>): Promise<LightMyRequestResponse>
+  post(
+    url: string,
+    payload: unknown,
+    idempotencyKey?: string | null,
+    headers?: Record<string, string>,
+  ): Promise<LightMyRequestResponse>
   put(url: string, payload: unknown, idempotencyKey?: string | null): Promise<LightMyRequestResponse>
   patch(url: string, payload: unknown, idempotencyKey?: string | null): Promise<LightMyRequestResponse>
 }
@@ -30,7 +35,11 @@ let keyCounter = 0
 /** A fresh Idempotency-Key. */
 export const newKey = () => `key-${process.pid}-${Date.now()}-${++keyCounter}`
 
-export async function buildTestApp(t: Test, env: Record<string, string> = {}, options: { now?: () => Date } = {}): Promise<TestApi> {
+export async function buildTestApp(
+  t: Test,
+  env: Record<string, string> = {},
+  options: { now?: () => Date } = {},
+): Promise<TestApi> {
   const db = await createTestDatabase(t)
   const config = loadConfig({
     API_KEYS: `${API_KEY},test-key-2`,
@@ -50,12 +59,26 @@ export async function buildTestApp(t: Test, env: Record<string, string> = {}, op
       headers['content-type'] ??= 'application/json'
     }
     const res = await app.inject({ ...options, headers })
-    const problems = contractProblems(String(options.method), String(options.url), res.statusCode, res.headers, res.body)
-    if (problems.length > 0) throw new Error(`contract violation:\n${problems.join('\n')}\nbody: ${res.body.slice(0, 500)}`)
+    const problems = contractProblems(
+      String(options.method),
+      String(options.url),
+      res.statusCode,
+      res.headers,
+      res.body,
+    )
+    if (problems.length > 0)
+      throw new Error(`contract violation:\n${problems.join('\n')}\nbody: ${res.body.slice(0, 500)}`)
     return res
   }
-  const write = (method: 'POST' | 'PUT' | 'PATCH') => (url: string, payload: unknown, idempotencyKey: string | null = newKey(), extra: Record<string, string> = {}) =>
-    request({ method, url, payload: payload as InjectOptions['payload'], headers: { ...(idempotencyKey === null ? {} : { 'idempotency-key': idempotencyKey }), ...extra } })
+  const write =
+    (method: 'POST' | 'PUT' | 'PATCH') =>
+    (url: string, payload: unknown, idempotencyKey: string | null = newKey(), extra: Record<string, string> = {}) =>
+      request({
+        method,
+        url,
+        payload: payload as InjectOptions['payload'],
+        headers: { ...(idempotencyKey === null ? {} : { 'idempotency-key': idempotencyKey }), ...extra },
+      })
   return {
     app,
     db,

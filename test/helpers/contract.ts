@@ -32,7 +32,13 @@ for (const [template, item] of Object.entries<any>(spec.paths)) {
   for (const method of ['get', 'post', 'put', 'patch', 'delete']) {
     if (!item[method]) continue
     const regex = new RegExp(`^${template.replace(/{\w+}/g, '[^/]+')}$`)
-    routes.push({ method: method.toUpperCase(), template, regex, params: (template.match(/{/g) ?? []).length, operation: item[method] })
+    routes.push({
+      method: method.toUpperCase(),
+      template,
+      regex,
+      params: (template.match(/{/g) ?? []).length,
+      operation: item[method],
+    })
   }
 }
 routes.sort((a, b) => a.params - b.params) // static segments win over parameters
@@ -43,7 +49,9 @@ const validators = new Map<string, ValidateFunction>()
 function bodyValidator(key: string, schema: any): ValidateFunction {
   let v = validators.get(key)
   if (!v) {
-    const rewritten = JSON.parse(JSON.stringify(schema).replace(/"#\/components\/schemas\/(\w+)"/g, (_m, n) => JSON.stringify(schemaId(n))))
+    const rewritten = JSON.parse(
+      JSON.stringify(schema).replace(/"#\/components\/schemas\/(\w+)"/g, (_m, n) => JSON.stringify(schemaId(n))),
+    )
     v = ajv.compile(rewritten)
     validators.set(key, v)
   }
@@ -55,7 +63,13 @@ export function findRoute(method: string, path: string): Route | undefined {
 }
 
 /** Problems of one response against the contract (empty when it conforms). */
-export function contractProblems(method: string, url: string, status: number, headers: Record<string, unknown>, body: string): string[] {
+export function contractProblems(
+  method: string,
+  url: string,
+  status: number,
+  headers: Record<string, unknown>,
+  body: string,
+): string[] {
   const path = url.split('?')[0]!
   const route = findRoute(method, path)
   if (!route) return []
@@ -64,7 +78,8 @@ export function contractProblems(method: string, url: string, status: number, he
   if (!declared) return [`${where}: status not declared in the spec`]
   const problems: string[] = []
   for (const [name, header] of Object.entries<any>(declared.headers ?? {})) {
-    if (deref(header, 'headers')?.required && headers[name.toLowerCase()] === undefined) problems.push(`${where}: missing header ${name}`)
+    if (deref(header, 'headers')?.required && headers[name.toLowerCase()] === undefined)
+      problems.push(`${where}: missing header ${name}`)
   }
   const content = declared.content?.['application/json']
   if (content?.schema) {

@@ -10,7 +10,8 @@ import { createClient, type Sql } from '../../src/db/client.js'
 import { migrate } from '../../src/db/migrate.js'
 import { migrationsDir, projectRoot } from '../../src/paths.js'
 
-export const ADMIN_URL = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres'
+export const ADMIN_URL =
+  process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres'
 
 export function databaseUrl(name: string, base = ADMIN_URL): string {
   const url = new URL(base)
@@ -28,7 +29,9 @@ export interface TestDatabase {
 export function templateName(): string {
   const hash = createHash('sha256')
   hash.update(readFileSync(path.join(projectRoot, 'src/db/migrate.ts')))
-  for (const file of readdirSync(migrationsDir).filter((f) => f.endsWith('.sql')).sort()) {
+  for (const file of readdirSync(migrationsDir)
+    .filter((f) => f.endsWith('.sql'))
+    .sort()) {
     hash.update(file).update(readFileSync(path.join(migrationsDir, file)))
   }
   return `study_tpl_${hash.digest('hex').slice(0, 16)}`
@@ -58,7 +61,10 @@ async function ensureTemplate(admin: postgres.Sql, template: string): Promise<vo
 }
 
 /** `migrated: false` leaves it empty (an upgrade test lets a previous release create the schema). */
-export async function createTestDatabase(t: Test, options: { max?: number; migrated?: boolean } = {}): Promise<TestDatabase> {
+export async function createTestDatabase(
+  t: Test,
+  options: { max?: number; migrated?: boolean } = {},
+): Promise<TestDatabase> {
   const name = `study_test_${process.pid}_${randomBytes(4).toString('hex')}`
   const template = options.migrated === false ? 'template1' : templateName()
   const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} })

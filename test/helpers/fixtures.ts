@@ -9,7 +9,12 @@ export interface Owner {
 
 /** A new user; returns only its natural key, ready to spread into bodies and queries. */
 export async function createOwner(api: TestApi, extra: Record<string, unknown> = {}): Promise<Owner> {
-  const body = { system_user_id: `o-${randomUUID().slice(0, 8)}`, system_uuid: randomUUID(), full_name: 'Owner', ...extra }
+  const body = {
+    system_user_id: `o-${randomUUID().slice(0, 8)}`,
+    system_uuid: randomUUID(),
+    full_name: 'Owner',
+    ...extra,
+  }
   const res = await api.post('/api/v1/user', body)
   if (res.statusCode !== 201) throw new Error(`createOwner: ${res.statusCode} ${res.body}`)
   return { system_user_id: body.system_user_id, system_uuid: body.system_uuid }
@@ -19,7 +24,10 @@ export const conspectusBody = (owner: Owner, extra: Record<string, unknown> = {}
   system_user_id: owner.system_user_id,
   system_uuid: owner.system_uuid,
   title: 'Photosynthesis',
-  cue_sheet: { topic: 'Photosynthesis', rows: [{ keywords: 'chlorophyll', question: 'What absorbs light?', hint: 'green' }] },
+  cue_sheet: {
+    topic: 'Photosynthesis',
+    rows: [{ keywords: 'chlorophyll', question: 'What absorbs light?', hint: 'green' }],
+  },
   dense_paragraph: 'Plants turn light, water and CO2 into glucose and oxygen.',
   bullets: ['Light reactions make ATP', 'The Calvin cycle fixes CO2'],
   ...extra,
@@ -31,7 +39,8 @@ export async function createConspectus(api: TestApi, owner: Owner, extra: Record
   return res.json()
 }
 
-export const ownerQuery = (owner: Owner) => `system_user_id=${encodeURIComponent(owner.system_user_id)}&system_uuid=${owner.system_uuid}`
+export const ownerQuery = (owner: Owner) =>
+  `system_user_id=${encodeURIComponent(owner.system_user_id)}&system_uuid=${owner.system_uuid}`
 
 /** A clock the test moves by hand. */
 export function manualClock(start: string) {

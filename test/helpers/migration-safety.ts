@@ -40,7 +40,11 @@ export function splitStatements(sql: string): Statement[] {
   const finish = (end: number) => {
     if (codeStart !== -1) {
       const preamble = sql.slice(start, codeStart)
-      statements.push({ text: sql.slice(codeStart, end).trim(), line: sql.slice(0, codeStart).split('\n').length, markers: markersAbove(preamble) })
+      statements.push({
+        text: sql.slice(codeStart, end).trim(),
+        line: sql.slice(0, codeStart).split('\n').length,
+        markers: markersAbove(preamble),
+      })
     }
     start = end + 1
     codeStart = -1
@@ -145,7 +149,9 @@ export async function seedEmptyTables(sql: Db): Promise<void> {
     order by c.relname`
   let pending: { name: string; error?: string }[] = []
   for (const { name } of tables) {
-    const [{ has } = { has: false }] = await sql.unsafe<{ has: boolean }[]>(`select exists (select 1 from "${name}") as has`)
+    const [{ has } = { has: false }] = await sql.unsafe<{ has: boolean }[]>(
+      `select exists (select 1 from "${name}") as has`,
+    )
     if (!has) pending.push({ name })
   }
   // A child whose parent is still empty fails on its foreign key: it is tried again next round.
@@ -200,7 +206,10 @@ async function genericInsert(sql: Db, table: string): Promise<string> {
  * Applies every file of `dir` in name order to the (fresh) database at `url`, seeding before
  * each, and returns the statements that break a rule without a marker.
  */
-export async function checkMigrations(url: string, dir: string): Promise<{ violations: Violation[]; applied: string[] }> {
+export async function checkMigrations(
+  url: string,
+  dir: string,
+): Promise<{ violations: Violation[]; applied: string[] }> {
   const sql = postgres(url, { max: 1, onnotice: () => {} }) as unknown as Db
   const violations: Violation[] = []
   const applied: string[] = []
@@ -214,42 +223,56 @@ export async function checkMigrations(url: string, dir: string): Promise<{ viola
         select c.oid::int, c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
         where n.nspname = 'public' and c.relkind in ('r', 'p')`
       for (const { oid, name } of tables) {
-        const [{ has } = { has: false }] = await sql.unsafe<{ has: boolean }[]>(`select exists (select 1 from "${name}") as has`)
+        const [{ has } = { has: false }] = await sql.unsafe<{ has: boolean }[]>(
+          `select exists (select 1 from "${name}") as has`,
+        )
         if (has) withRows.set(oid, name)
       }
       const statements = splitStatements(await readFile(path.join(dir, file), 'utf8'))
       let failed = false
       // postgres.js rethrows a failed statement's error from begin() even when it was caught.
-      await sql.begin(async (tx) => {
-        let held = new Set<number>()
-        for (const statement of statements) {
-          for (const column of notNullWithoutDefault(statement.text)) {
-            if (!statement.markers['not-null-without-default']) {
-              violations.push({ file, line: statement.line, rule: 'not-null-without-default', detail: `adds NOT NULL column ${column} without a default` })
+      await sql
+        .begin(async (tx) => {
+          let held = new Set<number>()
+          for (const statement of statements) {
+            for (const column of notNullWithoutDefault(statement.text)) {
+              if (!statement.markers['not-null-without-default']) {
+                violations.push({
+                  file,
+                  line: statement.line,
+                  rule: 'not-null-without-default',
+                  detail: `adds NOT NULL column ${column} without a default`,
+                })
+              }
             }
-          }
-          try {
-            await tx.unsafe(statement.text)
-          } catch (err) {
-            violations.push({ file, line: statement.line, rule: 'fails', detail: (err as Error).message })
-            failed = true
-            return
-          }
-          const locks = await tx<{ oid: number }[]>`
+            try {
+              await tx.unsafe(statement.text)
+            } catch (err) {
+              violations.push({ file, line: statement.line, rule: 'fails', detail: (err as Error).message })
+              failed = true
+              return
+            }
+            const locks = await tx<{ oid: number }[]>`
             select relation::int as oid from pg_locks
             where pid = pg_backend_pid() and locktype = 'relation' and mode = 'AccessExclusiveLock'`
-          const now = new Set(locks.map((l) => l.oid))
-          for (const oid of now) {
-            if (held.has(oid) || !withRows.has(oid)) continue
-            if (!statement.markers['access-exclusive']) {
-              violations.push({ file, line: statement.line, rule: 'access-exclusive', detail: `takes ACCESS EXCLUSIVE on ${withRows.get(oid)}, which has rows` })
+            const now = new Set(locks.map((l) => l.oid))
+            for (const oid of now) {
+              if (held.has(oid) || !withRows.has(oid)) continue
+              if (!statement.markers['access-exclusive']) {
+                violations.push({
+                  file,
+                  line: statement.line,
+                  rule: 'access-exclusive',
+                  detail: `takes ACCESS EXCLUSIVE on ${withRows.get(oid)}, which has rows`,
+                })
+              }
             }
+            held = now
           }
-          held = now
-        }
-      }).catch((err) => {
-        if (!failed) throw err
-      })
+        })
+        .catch((err) => {
+          if (!failed) throw err
+        })
       // The database is not what the next file expects: stop here.
       if (failed) break
       applied.push(file)

@@ -27,7 +27,17 @@ export function startPrivatePostgres(t: Test, port: number): PrivatePostgres {
   asPostgres('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres'])
   const pg = {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-    start: () => asPostgres('pg_ctl', ['-D', data, '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`, '-l', path.join(dir, 'log'), '-w', 'start']),
+    start: () =>
+      asPostgres('pg_ctl', [
+        '-D',
+        data,
+        '-o',
+        `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`,
+        '-l',
+        path.join(dir, 'log'),
+        '-w',
+        'start',
+      ]),
     stop: () => asPostgres('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']),
   }
   pg.start()

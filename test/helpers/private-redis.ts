@@ -40,9 +40,26 @@ export async function startPrivateRedis(t: Test): Promise<PrivateRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'redis-'))
   let child: ChildProcess | undefined
   const start = async () => {
-    const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--maxmemory-policy', 'noeviction'], {
-      stdio: 'ignore',
-    })
+    const proc = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--maxmemory-policy',
+        'noeviction',
+      ],
+      {
+        stdio: 'ignore',
+      },
+    )
     child = proc
     for (let i = 0; i < 100; i++) {
       if (proc.exitCode !== null) throw new Error(`redis-server exited with ${proc.exitCode}`)

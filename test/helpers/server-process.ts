@@ -31,12 +31,24 @@ export interface ServerBuild {
   args?: string[]
 }
 
-export async function startServer(t: Test, env: Record<string, string>, build: ServerBuild = {}): Promise<ServerProcess> {
+export async function startServer(
+  t: Test,
+  env: Record<string, string>,
+  build: ServerBuild = {},
+): Promise<ServerProcess> {
   const port = env.PORT ?? String(await freePort())
   const child = spawn(process.execPath, build.args ?? ['--import', 'tsx', 'src/server.ts'], {
     cwd: build.cwd ?? projectRoot,
     // Load shedding off unless a test sets it: a busy CI machine must not turn into 503s here.
-    env: { ...process.env, LOG_LEVEL: 'warn', API_KEYS: 'k', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0', ...env, PORT: port, HOST: '127.0.0.1' },
+    env: {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      API_KEYS: 'k',
+      LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
+      ...env,
+      PORT: port,
+      HOST: '127.0.0.1',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let log = ''

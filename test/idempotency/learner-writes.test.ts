@@ -25,7 +25,8 @@ t.test('a missing learner is 404 and stores nothing: the same key works once the
   const missing = await api.post('/api/v1/conspectuses', conspectusBody(ghost), key)
   t.equal(missing.statusCode, 404)
   t.equal(missing.json().code, 'USER_404')
-  const [stored] = await api.db.sql`select count(*)::int as count from idempotency_records where idempotency_key = ${key}`
+  const [stored] = await api.db
+    .sql`select count(*)::int as count from idempotency_records where idempotency_key = ${key}`
   t.equal(stored?.count, 0, 'no answer stored for the 404')
   await api.post('/api/v1/user', { ...ghost, full_name: 'Now Here' })
   const created = await api.post('/api/v1/conspectuses', conspectusBody(ghost), key)
@@ -43,13 +44,19 @@ t.test('a stored answer replays even after the learner has moved to another syst
   const url = `/api/v1/conspectuses/${note.conspectus_uuid}/actions/review`
   const first = await api.post(url, review, key)
   t.equal(first.statusCode, 200)
-  const moved = await api.patch(`/api/v1/user/${owner.system_uuid}/${owner.system_user_id}`, { system_uuid: randomUUID() })
+  const moved = await api.patch(`/api/v1/user/${owner.system_uuid}/${owner.system_user_id}`, {
+    system_uuid: randomUUID(),
+  })
   t.equal(moved.statusCode, 200)
   const again = await api.post(url, review, key)
   t.equal(again.statusCode, 200, 'the retry is answered from the record, before the learner is looked for')
   t.equal(again.headers['idempotent-replayed'], 'true')
   t.equal(again.body, first.body)
-  t.equal((await api.post(url, { ...review, outcome: 'forgot' }, key)).statusCode, 409, 'another body under the key is still 409')
+  t.equal(
+    (await api.post(url, { ...review, outcome: 'forgot' }, key)).statusCode,
+    409,
+    'another body under the key is still 409',
+  )
   const fresh = await api.post(url, review, newKey())
   t.equal(fresh.statusCode, 404, 'a new write under the old key of the learner finds nobody')
   t.equal(fresh.json().code, 'USER_404')
@@ -68,7 +75,8 @@ t.test('a time zone changed elsewhere (another replica, an operator) is the one 
   t.not(inTokyo, nextReviewAt(clock.now(), 'B', 'UTC').toISOString(), 'the two zones give different due times here')
   t.equal(review.json().next_review_at, inTokyo, 'due at 04:00 in Tokyo')
   t.equal(review.json().review_count, 1, 'the review was applied once')
-  const [stored] = await api.db.sql`select count(*)::int as n from idempotency_records where response_body = ${review.body}`
+  const [stored] = await api.db
+    .sql`select count(*)::int as n from idempotency_records where response_body = ${review.body}`
   t.equal(stored?.n, 1, 'one answer stored: the one sent')
 })
 
@@ -113,7 +121,10 @@ t.test('a retry replays, another body is 409, and concurrent twins make one revi
   const body = { ...owner, outcome: 'remembered' }
   const key = newKey()
   const twins = await Promise.all(Array.from({ length: 8 }, () => api.post(url, body, key)))
-  t.same(twins.map((r) => r.statusCode), Array(8).fill(200))
+  t.same(
+    twins.map((r) => r.statusCode),
+    Array(8).fill(200),
+  )
   t.equal(new Set(twins.map((r) => r.body)).size, 1, 'one answer, byte for byte')
   t.equal(twins.filter((r) => r.headers['idempotent-replayed'] === 'true').length, 7)
   const retry = await api.post(url, body, key)
@@ -122,6 +133,7 @@ t.test('a retry replays, another body is 409, and concurrent twins make one revi
   const other = await api.post(url, { ...body, outcome: 'forgot' }, key)
   t.equal(other.statusCode, 409)
   t.equal(other.json().key, 'IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD')
-  const [row] = await api.db.sql`select review_count, slot from conspectuses where conspectus_uuid = ${note.conspectus_uuid}`
+  const [row] = await api.db
+    .sql`select review_count, slot from conspectuses where conspectus_uuid = ${note.conspectus_uuid}`
   t.same(row, { review_count: 1, slot: 'B' })
 })

@@ -17,8 +17,15 @@ const api = await buildTestApp(t, {
 const sql = api.db.sql
 const owner = await createOwner(api)
 const send = (key: string, idempotencyKey: string, message: string) =>
-  api.request({ method: 'POST', url: '/api/v1/errors', key, payload: { ...owner, message }, headers: { 'idempotency-key': idempotencyKey } })
-const logCount = async (message: string) => (await sql`select count(*)::int as n from error_logs where message = ${message}`)[0]!.n
+  api.request({
+    method: 'POST',
+    url: '/api/v1/errors',
+    key,
+    payload: { ...owner, message },
+    headers: { 'idempotency-key': idempotencyKey },
+  })
+const logCount = async (message: string) =>
+  (await sql`select count(*)::int as n from error_logs where message = ${message}`)[0]!.n
 
 t.test('same Idempotency-Key and body from two key ids: two independent effects, no replay across', async (t) => {
   const key = 'order-1' // a short counter-like key, as partners use
@@ -32,7 +39,10 @@ t.test('same Idempotency-Key and body from two key ids: two independent effects,
   const other = await send('ssk_initech', key, 'another body')
   t.equal(other.statusCode, 201, 'another body under the same key from a third partner: no 409')
   const rows = await sql`select key_id from idempotency_records where idempotency_key = ${key} order by key_id`
-  t.same(rows.map((r) => r.key_id), ['acme', 'globex', 'initech'])
+  t.same(
+    rows.map((r) => r.key_id),
+    ['acme', 'globex', 'initech'],
+  )
 })
 
 t.test('a rotated key (same id, new secret) replays what the old secret stored, with the key echoed', async (t) => {
@@ -53,7 +63,11 @@ t.test('a conspectus UUID in another case is the same scope: one review', async 
   const conspectus = await createConspectus(api, owner)
   const key = newKey()
   const body = { ...owner, outcome: 'remembered' }
-  const upper = await api.post(`/api/v1/conspectuses/${conspectus.conspectus_uuid.toUpperCase()}/actions/review`, body, key)
+  const upper = await api.post(
+    `/api/v1/conspectuses/${conspectus.conspectus_uuid.toUpperCase()}/actions/review`,
+    body,
+    key,
+  )
   const lower = await api.post(`/api/v1/conspectuses/${conspectus.conspectus_uuid}/actions/review`, body, key)
   t.equal(upper.statusCode, 200)
   t.equal(lower.headers['idempotent-replayed'], 'true')
@@ -61,5 +75,9 @@ t.test('a conspectus UUID in another case is the same scope: one review', async 
   const [row] = await sql`select review_count from conspectuses where conspectus_uuid = ${conspectus.conspectus_uuid}`
   t.equal(row!.review_count, 1, 'reviewed once')
   const scopes = await sql`select scope from idempotency_records where idempotency_key = ${key}`
-  t.same(scopes.map((r) => r.scope), [`/api/v1/conspectuses/${conspectus.conspectus_uuid}/actions/review`], 'the scope holds the lower-case UUID')
+  t.same(
+    scopes.map((r) => r.scope),
+    [`/api/v1/conspectuses/${conspectus.conspectus_uuid}/actions/review`],
+    'the scope holds the lower-case UUID',
+  )
 })

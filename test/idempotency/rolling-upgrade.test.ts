@@ -10,13 +10,26 @@ import { legacyKeyId } from '../../src/auth/api-keys.js'
 import { requestHash } from '../../src/idempotency/request-hash.js'
 import { API_KEY, buildTestApp, newKey } from '../helpers/app.js'
 
-const userBody = () => ({ system_user_id: `r-${randomUUID().slice(0, 8)}`, system_uuid: randomUUID(), full_name: 'Rolling Upgrade' })
+const userBody = () => ({
+  system_user_id: `r-${randomUUID().slice(0, 8)}`,
+  system_uuid: randomUUID(),
+  full_name: 'Rolling Upgrade',
+})
 
 t.test('a record stored by the previous release replays here, the same bytes', async (t) => {
   const api = await buildTestApp(t)
   const body = userBody()
   const key = newKey()
-  const answer = JSON.stringify({ ...body, client_uuid: randomUUID(), username: null, timezone: 'UTC', is_row_invalid: 0, invalidation_reason_uuid: null, created_at: '2026-11-25T10:00:00.000Z', updated_at: '2026-11-25T10:00:00.000Z' })
+  const answer = JSON.stringify({
+    ...body,
+    client_uuid: randomUUID(),
+    username: null,
+    timezone: 'UTC',
+    is_row_invalid: 0,
+    invalidation_reason_uuid: null,
+    created_at: '2026-11-25T10:00:00.000Z',
+    updated_at: '2026-11-25T10:00:00.000Z',
+  })
   // The previous release's insertAnswer (without a learner), as it sent it.
   await api.db.sql`
     insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
@@ -46,7 +59,8 @@ t.test('the previous release finds what this one stored, and its inserts still w
   t.same(found, { request_hash: requestHash(body), status_code: 201, response_body: created.body })
 
   // Its insert with the learner check, for a write on a learner's behalf.
-  const [learner] = await api.db.sql`select client_uuid, timezone from users where system_user_id = ${body.system_user_id}`
+  const [learner] = await api.db
+    .sql`select client_uuid, timezone from users where system_user_id = ${body.system_user_id}`
   await api.db.sql`
     insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
     values (${legacyKeyId(API_KEY)}, '/api/v1/errors', ${key},
@@ -57,14 +71,17 @@ t.test('the previous release finds what this one stored, and its inserts still w
   // And its primary-key collision, which it recognised by the constraint's name.
   const taken = await api.db.sql`
     insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-    values (${legacyKeyId(API_KEY)}, '/api/v1/user', ${key}, 'h', 201, '{}', now() + interval '1 hour')`.catch((err) => err)
+    values (${legacyKeyId(API_KEY)}, '/api/v1/user', ${key}, 'h', 201, '{}', now() + interval '1 hour')`.catch(
+    (err) => err,
+  )
   t.match(taken, { code: '23505', constraint_name: 'idempotency_records_pkey' })
 })
 
 t.test('a record from before key ids is not replayed: the write runs', async (t) => {
   const api = await buildTestApp(t)
   const body = userBody()
-  await api.db.sql`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
+  await api.db
+    .sql`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
                    values ('/api/v1/user', 'pre-0009', ${requestHash(body)}, 201, '{"old":true}', now() + interval '1 hour')`
   const res = await api.post('/api/v1/user', body, 'pre-0009')
   t.equal(res.statusCode, 201)

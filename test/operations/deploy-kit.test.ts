@@ -25,7 +25,9 @@ interface Rule {
 }
 const rulesFile = parse(readFileSync(RULES, 'utf8')) as { groups: { name: string; rules: Rule[] }[] }
 const rules = rulesFile.groups.flatMap((g) => g.rules)
-const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: { title: string; targets?: { expr: string }[] }[] }
+const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
+  panels: { title: string; targets?: { expr: string }[] }[]
+}
 /** Dashboard queries with Grafana's variables replaced by what Prometheus accepts. */
 const dashboardExprs = dashboard.panels.flatMap((p) =>
   (p.targets ?? []).map((target) => ({
@@ -36,7 +38,8 @@ const dashboardExprs = dashboard.panels.flatMap((p) =>
 
 function promtool(...args: string[]) {
   const run = spawnSync('promtool', args, { encoding: 'utf8' })
-  if (run.error) throw new Error(`promtool is not installed (Debian package prometheus; .ci/run installs it): ${run.error.message}`)
+  if (run.error)
+    throw new Error(`promtool is not installed (Debian package prometheus; .ci/run installs it): ${run.error.message}`)
   return { status: run.status, output: `${run.stdout}${run.stderr}` }
 }
 
@@ -46,7 +49,21 @@ function workDir(t: Test) {
   return dir
 }
 
-const PROMQL_WORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'bool', 'offset', 'inf', 'nan'])
+const PROMQL_WORDS = new Set([
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'and',
+  'or',
+  'unless',
+  'bool',
+  'offset',
+  'inf',
+  'nan',
+])
 
 /** Metric names in a PromQL expression: identifiers that are not functions, keywords, labels or strings. */
 function metricNames(expr: string): string[] {
@@ -79,25 +96,50 @@ t.test('every rule is needed by the unit tests: without it, or with a wrong thre
     const without = { groups: rulesFile.groups.map((g) => ({ ...g, rules: g.rules.filter((r) => r !== rule) })) }
     t.not(run(without).status, 0, `removing ${rule.alert} fails the tests`)
   }
-  const looser = { groups: rulesFile.groups.map((g) => ({ ...g, rules: g.rules.map((r) => (r.alert === 'StudyServiceHigh5xxRatio' ? { ...r, expr: r.expr.replace('> 0.05', '> 0.5') } : r)) })) }
+  const looser = {
+    groups: rulesFile.groups.map((g) => ({
+      ...g,
+      rules: g.rules.map((r) =>
+        r.alert === 'StudyServiceHigh5xxRatio' ? { ...r, expr: r.expr.replace('> 0.05', '> 0.5') } : r,
+      ),
+    })),
+  }
   t.not(run(looser).status, 0, 'a 5xx threshold of 50% instead of 5% fails the tests')
 })
 
 t.test('the dashboard: RED per route, database, saturation; every query parses', async (t) => {
   const titles = dashboard.panels.map((p) => p.title).join(' | ')
-  for (const wanted of [/Requests\/s by route/, /5xx ratio by route/, /Duration p99 by route/, /DB operation p99/, /Pool/, /Event loop lag/, /Memory/]) {
+  for (const wanted of [
+    /Requests\/s by route/,
+    /5xx ratio by route/,
+    /Duration p99 by route/,
+    /DB operation p99/,
+    /Pool/,
+    /Event loop lag/,
+    /Memory/,
+  ]) {
     t.match(titles, wanted)
   }
   // promtool parses PromQL only inside rule files: each query becomes a recording rule.
   const dir = workDir(t)
   const file = path.join(dir, 'dashboard-queries.yml')
-  writeFileSync(file, stringify({ groups: [{ name: 'dashboard', rules: dashboardExprs.map((q, i) => ({ record: `dashboard:query:${i}`, expr: q.expr })) }] }))
+  writeFileSync(
+    file,
+    stringify({
+      groups: [
+        { name: 'dashboard', rules: dashboardExprs.map((q, i) => ({ record: `dashboard:query:${i}`, expr: q.expr })) },
+      ],
+    }),
+  )
   const check = promtool('check', 'rules', file)
   t.equal(check.status, 0, check.output)
 })
 
 t.test('every metric the rules and the dashboard name is on the real /metrics', async (t) => {
-  t.same(metricNames('sum by (job) (rate(a_total{x="b(c)"}[5m])) / on(job) histogram_quantile(0.9, b_bucket) > 0.5'), ['a_total', 'b_bucket'])
+  t.same(metricNames('sum by (job) (rate(a_total{x="b(c)"}[5m])) / on(job) histogram_quantile(0.9, b_bucket) > 0.5'), [
+    'a_total',
+    'b_bucket',
+  ])
   const db = await createTestDatabase(t)
   const app = await buildApp({ config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent' }), sql: db.sql, logger: false })
   t.teardown(() => app.close())
@@ -108,7 +150,10 @@ t.test('every metric the rules and the dashboard name is on the real /metrics', 
     const base = name.replace(/_(bucket|sum|count)$/, '')
     return base !== name && ['histogram', 'summary'].includes(types.get(base) ?? '')
   }
-  const named = [...rules.map((r) => ({ where: `alert ${r.alert}`, expr: r.expr })), ...dashboardExprs.map((q) => ({ where: `panel ${q.panel}`, expr: q.expr }))]
+  const named = [
+    ...rules.map((r) => ({ where: `alert ${r.alert}`, expr: r.expr })),
+    ...dashboardExprs.map((q) => ({ where: `panel ${q.panel}`, expr: q.expr })),
+  ]
   const seen = new Set<string>()
   for (const { where, expr } of named) {
     for (const name of metricNames(expr)) {

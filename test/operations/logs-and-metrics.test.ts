@@ -29,16 +29,34 @@ function sample(text: string, name: string, labels = ''): number | undefined {
 
 t.test('request log lines and /metrics after a walk through successes and errors', async (t) => {
   const lines: Record<string, unknown>[] = []
-  const sink = new Writable({ write(chunk, _enc, done) { lines.push(JSON.parse(String(chunk))); done() } })
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(JSON.parse(String(chunk)))
+      done()
+    },
+  })
   const db = await createTestDatabase(t)
-  const config = loadConfig({ API_KEYS: `${KEY},${OTHER_KEY}`, LOG_LEVEL: 'info', RATE_LIMIT_MAX: '5', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' })
-  const app = await buildApp({ config, sql: db.sql, logger: pino(loggerOptions(config, false) as never, sink) as never })
+  const config = loadConfig({
+    API_KEYS: `${KEY},${OTHER_KEY}`,
+    LOG_LEVEL: 'info',
+    RATE_LIMIT_MAX: '5',
+    LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
+  })
+  const app = await buildApp({
+    config,
+    sql: db.sql,
+    logger: pino(loggerOptions(config, false) as never, sink) as never,
+  })
   t.teardown(() => app.close())
   const send = (method: string, url: string, options: { key?: string; idem?: string; body?: unknown } = {}) =>
     app.inject({
       method: method as never,
       url,
-      headers: { 'x-api-key': options.key ?? KEY, 'content-type': 'application/json', ...(options.idem ? { 'idempotency-key': options.idem } : {}) },
+      headers: {
+        'x-api-key': options.key ?? KEY,
+        'content-type': 'application/json',
+        ...(options.idem ? { 'idempotency-key': options.idem } : {}),
+      },
       payload: options.body as never,
     })
 
@@ -52,7 +70,8 @@ t.test('request log lines and /metrics after a walk through successes and errors
   t.equal((await send('POST', '/api/v1/user', { idem: 'u2', body: { ...user, full_name: '' } })).statusCode, 422)
   // The other key has a window of its own: 5 pass, the 6th is refused.
   const statuses: number[] = []
-  for (let i = 0; i < 6; i++) statuses.push((await send('GET', `/api/v1/user/${system}/ops-1`, { key: OTHER_KEY })).statusCode)
+  for (let i = 0; i < 6; i++)
+    statuses.push((await send('GET', `/api/v1/user/${system}/ops-1`, { key: OTHER_KEY })).statusCode)
   t.same(statuses, [200, 200, 200, 200, 200, 429])
 
   const requestLines = lines.filter((l) => l.msg === 'request completed')
@@ -64,14 +83,25 @@ t.test('request log lines and /metrics after a walk through successes and errors
     else t.equal(line.code, undefined, 'a success carries no code')
   }
   const byStatus = (status: number) => requestLines.find((l) => l.status === status)!
-  t.match(byStatus(404), { route: '/api/v1/user/{system_uuid}/{system_user_id}', code: 'USER_404', error_key: 'USER_NOT_FOUND' })
-  t.match(byStatus(409), { route: '/api/v1/user', code: 'COMMON_409', error_key: 'IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD' })
+  t.match(byStatus(404), {
+    route: '/api/v1/user/{system_uuid}/{system_user_id}',
+    code: 'USER_404',
+    error_key: 'USER_NOT_FOUND',
+  })
+  t.match(byStatus(409), {
+    route: '/api/v1/user',
+    code: 'COMMON_409',
+    error_key: 'IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD',
+  })
   t.match(byStatus(422), { code: 'USER_004', error_key: 'USER_CREATE_FULL_NAME_TOO_SHORT' })
   t.match(byStatus(429), { code: 'COMMON_429', key_id: legacyKeyId(OTHER_KEY) })
   t.notOk(JSON.stringify(lines).includes(KEY), 'no API key in any line')
 
   const text = (await app.inject({ method: 'GET', url: '/metrics' })).body
-  t.equal(sample(text, 'study_service_build_info', `version="${version}",node_version="${process.version}",commit=""`), 1)
+  t.equal(
+    sample(text, 'study_service_build_info', `version="${version}",node_version="${process.version}",commit=""`),
+    1,
+  )
   t.equal(sample(text, 'http_errors_total', 'status="404",code="USER_404",key="USER_NOT_FOUND"'), 1)
   t.equal(sample(text, 'http_errors_total', 'status="422",code="USER_004",key="USER_CREATE_FULL_NAME_TOO_SHORT"'), 1)
   t.equal(sample(text, 'http_errors_total', 'status="429",code="COMMON_429",key="SECURITY_RATE_LIMIT_EXCEEDED"'), 1)
@@ -97,7 +127,11 @@ t.test('pool gauges count held transactions and operations waiting on PostgreSQL
   const inside = await app.db.begin(async () => sample(await scrape(), 'db_pool_reserved_connections'))
   t.equal(inside, 1, 'a transaction is counted while it holds its connection')
   t.equal(sample(await scrape(), 'db_pool_reserved_connections'), 0, 'and no longer once it has ended')
-  await app.db.begin(async () => { throw new Error('rolled back') }).catch(() => {})
+  await app.db
+    .begin(async () => {
+      throw new Error('rolled back')
+    })
+    .catch(() => {})
   t.equal(sample(await scrape(), 'db_pool_reserved_connections'), 0, 'nor after a rollback')
   t.equal(sample(await scrape(), 'db_pool_reserve_waiting'), 0)
 
@@ -145,7 +179,11 @@ t.test('db_up is 0 when PostgreSQL does not answer', async (t) => {
   // Nothing listens on this port: every connection attempt is refused.
   const sql = createClient(`postgres://postgres@127.0.0.1:${await freePort()}/none`, { max: 1, connectTimeout: 1 })
   t.teardown(() => sql.end({ timeout: 1 }))
-  const app = await buildApp({ config: loadConfig({ API_KEYS: KEY, LOG_LEVEL: 'silent', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' }), sql, logger: false })
+  const app = await buildApp({
+    config: loadConfig({ API_KEYS: KEY, LOG_LEVEL: 'silent', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' }),
+    sql,
+    logger: false,
+  })
   t.teardown(() => app.close())
   t.equal(sample((await app.inject({ method: 'GET', url: '/metrics' })).body, 'db_up'), 0)
 })

@@ -12,7 +12,15 @@ t.test('pino-pretty lines on a terminal', async (t) => {
   // util-linux `script` gives the server a pseudo-terminal as stdout.
   const child = spawn('script', ['-qfec', `${process.execPath} --import tsx src/server.ts`, '/dev/null'], {
     cwd: projectRoot,
-    env: { ...process.env, DATABASE_URL: db.url, API_KEYS: 'k', LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '0', PORT: port, HOST: '127.0.0.1' },
+    env: {
+      ...process.env,
+      DATABASE_URL: db.url,
+      API_KEYS: 'k',
+      LOG_LEVEL: 'info',
+      SHUTDOWN_DRAIN_MS: '0',
+      PORT: port,
+      HOST: '127.0.0.1',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })
@@ -23,7 +31,9 @@ t.test('pino-pretty lines on a terminal', async (t) => {
     if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL')
   })
   for (let i = 0; i < 600 && !output.includes('request completed'); i++) {
-    await fetch(`http://127.0.0.1:${port}/live`).then((r) => r.arrayBuffer()).catch(() => {})
+    await fetch(`http://127.0.0.1:${port}/live`)
+      .then((r) => r.arrayBuffer())
+      .catch(() => {})
     await sleep(100)
   }
   // Signal the server alone: `script` must keep the terminal open for its last line.
@@ -41,7 +51,9 @@ t.test('pino-pretty lines on a terminal', async (t) => {
 function serverPid(root: number): number {
   let children: string[]
   try {
-    children = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(root)], { encoding: 'utf8' }).trim().split('\n')
+    children = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(root)], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
   } catch {
     return 0 // ps exits 1 when the process has no children
   }

@@ -10,7 +10,14 @@ t.test('JSON lines on a pipe, ending with "stopped" after SIGTERM', async (t) =>
   await (await fetch(`${server.base}/live`)).arrayBuffer()
   server.child.kill('SIGTERM')
   t.equal(await server.exited, 0)
-  const lines = server.output().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
-  t.match(lines.find((l) => l.msg === 'request completed'), { route: '/live', status: 200 })
+  const lines = server
+    .output()
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+  t.match(
+    lines.find((l) => l.msg === 'request completed'),
+    { route: '/live', status: 200 },
+  )
   t.match(lines.at(-1), { level: 30, msg: 'stopped', signal: 'SIGTERM' }, 'the last line says the server has stopped')
 })

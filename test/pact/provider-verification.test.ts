@@ -21,7 +21,13 @@ t.teardown(() => rmSync(dir, { recursive: true, force: true }))
 
 async function startService(t: Test, env: Record<string, string>) {
   const db = await createTestDatabase(t)
-  const config = loadConfig({ API_KEYS: KEY, LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '100000', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0', ...env })
+  const config = loadConfig({
+    API_KEYS: KEY,
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_MAX: '100000',
+    LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
+    ...env,
+  })
   const app = await buildApp({ config, sql: db.sql, logger: false })
   t.teardown(() => app.close())
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -35,7 +41,13 @@ t.test('the consumer tests write a pact covering users, conspectuses, the due li
   t.same(files, [`${CONSUMER}-${PROVIDER}.json`])
   const pact = JSON.parse(readFileSync(path.join(dir, files[0]!), 'utf8'))
   const paths = new Set<string>(pact.interactions.map((i: any) => i.request.path))
-  for (const p of ['/api/v1/user', '/api/v1/conspectuses', '/api/v1/conspectuses/due', '/api/v1/telemetry/docs-search', '/api/v1/telemetry/docs-search/batch']) {
+  for (const p of [
+    '/api/v1/user',
+    '/api/v1/conspectuses',
+    '/api/v1/conspectuses/due',
+    '/api/v1/telemetry/docs-search',
+    '/api/v1/telemetry/docs-search/batch',
+  ]) {
     t.ok(paths.has(p), `an interaction on ${p}`)
   }
   t.ok(pact.interactions.length >= 9, `${pact.interactions.length} interactions`)
@@ -46,14 +58,21 @@ t.test('the consumer tests write a pact covering users, conspectuses, the due li
 function stateHandlersVia(url: string): StateHandlers {
   const states = new Set<string>()
   for (const file of readdirSync(dir)) {
-    for (const i of JSON.parse(readFileSync(path.join(dir, file), 'utf8')).interactions) for (const s of i.providerStates ?? []) states.add(s.name)
+    for (const i of JSON.parse(readFileSync(path.join(dir, file), 'utf8')).interactions)
+      for (const s of i.providerStates ?? []) states.add(s.name)
   }
   const forward = (state: string, action: 'setup' | 'teardown') => async (params?: unknown) => {
-    const res = await fetch(`${url}${PROVIDER_STATES_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ state, params, action }) })
+    const res = await fetch(`${url}${PROVIDER_STATES_PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ state, params, action }),
+    })
     if (!res.ok) throw new Error(`provider state "${state}": ${res.status} ${await res.text()}`)
     return (await res.json()) as Record<string, string>
   }
-  return Object.fromEntries([...states].map((state) => [state, { setup: forward(state, 'setup'), teardown: forward(state, 'teardown') }]))
+  return Object.fromEntries(
+    [...states].map((state) => [state, { setup: forward(state, 'setup'), teardown: forward(state, 'teardown') }]),
+  )
 }
 
 t.test('the provider verifies every interaction on PostgreSQL, states set through the state route', async (t) => {
@@ -90,7 +109,11 @@ t.test('a verification fails when the service breaks the pact', async (t) => {
 
 t.test('the state route exists only for contract tests, never in production', async (t) => {
   const { app } = await startService(t, { APP_ENV: 'dev' })
-  const res = await app.inject({ method: 'POST', url: PROVIDER_STATES_PATH, payload: { state: 'a user exists', params: {} } })
+  const res = await app.inject({
+    method: 'POST',
+    url: PROVIDER_STATES_PATH,
+    payload: { state: 'a user exists', params: {} },
+  })
   t.equal(res.statusCode, 404, 'absent without CONTRACT_STATES=1')
   t.throws(() => loadConfig({ APP_ENV: 'prod', API_KEYS: KEY, CONTRACT_STATES: '1' }), /refused with APP_ENV=prod/)
   t.doesNotThrow(() => loadConfig({ APP_ENV: 'qa', API_KEYS: KEY, CONTRACT_STATES: '1' }))

@@ -28,7 +28,8 @@ t.teardown(() => app.close())
 const { port } = app.server.address() as { port: number }
 
 const KEY = 'X-API-Key: budget-key\r\n'
-const head = (declared: string, key = KEY) => `POST /api/v1/user HTTP/1.1\r\nHost: x\r\n${key}Content-Type: application/json\r\nIdempotency-Key: ${randomUUID()}\r\n${declared}\r\n`
+const head = (declared: string, key = KEY) =>
+  `POST /api/v1/user HTTP/1.1\r\nHost: x\r\n${key}Content-Type: application/json\r\nIdempotency-Key: ${randomUUID()}\r\n${declared}\r\n`
 
 interface Stalled {
   socket: Socket
@@ -43,7 +44,9 @@ function stall(declared: string, part: string, key = KEY): Stalled {
   socket.on('data', (c) => (text += c))
   socket.on('error', () => {})
   socket.write(head(declared, key) + part)
-  const answered = new Promise<number>((resolve) => socket.on('close', () => resolve(Number(text.split(' ')[1] ?? 0) || 0)))
+  const answered = new Promise<number>((resolve) =>
+    socket.on('close', () => resolve(Number(text.split(' ')[1] ?? 0) || 0)),
+  )
   return { socket, answered }
 }
 
@@ -66,30 +69,48 @@ const newUser = () =>
   fetch(`http://127.0.0.1:${port}/api/v1/user`, {
     method: 'POST',
     headers: { 'x-api-key': 'budget-key', 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-    body: JSON.stringify({ system_user_id: `b-${randomUUID().slice(0, 8)}`, system_uuid: randomUUID(), full_name: 'Budget', timezone: 'UTC' }),
+    body: JSON.stringify({
+      system_user_id: `b-${randomUUID().slice(0, 8)}`,
+      system_uuid: randomUUID(),
+      full_name: 'Budget',
+      timezone: 'UTC',
+    }),
   })
 
-t.test('stalled bodies hold the budget; a body past it is refused 503 unread; bodiless routes still answer', async (t) => {
-  t.equal(await inFlight(), 0, 'nothing reserved at rest')
-  const stalled = [stall(`Content-Length: ${BODY_LIMIT}\r\n`, '{"a":'), stall(`Content-Length: ${BODY_LIMIT}\r\n`, '{"a":')]
-  t.equal(await inFlightSettled(BUDGET), BUDGET, 'two stalled bodies reserve their declared lengths')
+t.test(
+  'stalled bodies hold the budget; a body past it is refused 503 unread; bodiless routes still answer',
+  async (t) => {
+    t.equal(await inFlight(), 0, 'nothing reserved at rest')
+    const stalled = [
+      stall(`Content-Length: ${BODY_LIMIT}\r\n`, '{"a":'),
+      stall(`Content-Length: ${BODY_LIMIT}\r\n`, '{"a":'),
+    ]
+    t.equal(await inFlightSettled(BUDGET), BUDGET, 'two stalled bodies reserve their declared lengths')
 
-  const refused = await newUser()
-  t.equal(refused.status, 503)
-  t.same(await refused.json(), { code: 'COMMON_503', key: 'SERVICE_OVERLOADED', message: 'The service is overloaded; retry after the number of seconds in Retry-After.', source: 'internal' })
-  t.equal(refused.headers.get('retry-after'), '4')
-  t.equal(refused.headers.get('connection'), 'close', 'refused before its body was read: the connection closes')
-  t.ok(refused.headers.get('x-request-id'))
+    const refused = await newUser()
+    t.equal(refused.status, 503)
+    t.same(await refused.json(), {
+      code: 'COMMON_503',
+      key: 'SERVICE_OVERLOADED',
+      message: 'The service is overloaded; retry after the number of seconds in Retry-After.',
+      source: 'internal',
+    })
+    t.equal(refused.headers.get('retry-after'), '4')
+    t.equal(refused.headers.get('connection'), 'close', 'refused before its body was read: the connection closes')
+    t.ok(refused.headers.get('x-request-id'))
 
-  const read = await fetch(`http://127.0.0.1:${port}/api/v1/user/${randomUUID()}/nobody`, { headers: { 'x-api-key': 'budget-key' } })
-  t.equal(read.status, 404, 'a route without a body is not held back by the budget')
+    const read = await fetch(`http://127.0.0.1:${port}/api/v1/user/${randomUUID()}/nobody`, {
+      headers: { 'x-api-key': 'budget-key' },
+    })
+    t.equal(read.status, 404, 'a route without a body is not held back by the budget')
 
-  stalled[0]!.socket.destroy()
-  t.equal(await inFlightSettled(BODY_LIMIT), BODY_LIMIT, 'a client that leaves gives its bytes back')
-  t.equal((await newUser()).status, 201, 'and the next body fits')
-  stalled[1]!.socket.destroy()
-  t.equal(await inFlightSettled(0), 0)
-})
+    stalled[0]!.socket.destroy()
+    t.equal(await inFlightSettled(BODY_LIMIT), BODY_LIMIT, 'a client that leaves gives its bytes back')
+    t.equal((await newUser()).status, 201, 'and the next body fits')
+    stalled[1]!.socket.destroy()
+    t.equal(await inFlightSettled(0), 0)
+  },
+)
 
 t.test('a stalled body that times out (408) gives its bytes back', async (t) => {
   const stalled = stall(`Content-Length: ${BODY_LIMIT}\r\n`, '{"a":')
@@ -124,7 +145,10 @@ t.test('a caller without a key reserves nothing: refused 401 before its body', a
 })
 
 t.test('the budget cannot be smaller than one body; 0 turns it off', async (t) => {
-  t.throws(() => loadConfig({ BODY_LIMIT_BYTES: '4096', BODY_BYTES_IN_FLIGHT_MAX: '4095' }), { constructor: ConfigError, message: /BODY_BYTES_IN_FLIGHT_MAX must be 0 or at least BODY_LIMIT_BYTES \(4096\)/ })
+  t.throws(() => loadConfig({ BODY_LIMIT_BYTES: '4096', BODY_BYTES_IN_FLIGHT_MAX: '4095' }), {
+    constructor: ConfigError,
+    message: /BODY_BYTES_IN_FLIGHT_MAX must be 0 or at least BODY_LIMIT_BYTES \(4096\)/,
+  })
   t.equal(loadConfig({ BODY_BYTES_IN_FLIGHT_MAX: '0' }).bodyBytesInFlightMax, 0)
   t.equal(loadConfig({}).bodyBytesInFlightMax, 32 * 1024 * 1024)
 })

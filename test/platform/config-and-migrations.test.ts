@@ -15,7 +15,15 @@ import { NO_LOAD_SHEDDING } from '../helpers/app.js'
 
 t.test('defaults: dev profile with the development key', async (t) => {
   const config = loadConfig({})
-  t.match(config, { port: 3000, appEnv: 'dev', apiKeys: [DEV_API_KEY], rateLimitMax: 1000, rateLimitWindowMs: 60000, bodyLimitBytes: 1048576, idempotencyTtlHours: 24 })
+  t.match(config, {
+    port: 3000,
+    appEnv: 'dev',
+    apiKeys: [DEV_API_KEY],
+    rateLimitMax: 1000,
+    rateLimitWindowMs: 60000,
+    bodyLimitBytes: 1048576,
+    idempotencyTtlHours: 24,
+  })
 })
 
 t.test('bad values stop the start with a one-line message', async (t) => {
@@ -38,14 +46,21 @@ t.test('replicas migrating at once apply every file exactly once', async (t) => 
   const db = await createTestDatabase(t)
   await db.sql`drop schema public cascade`
   await db.sql`create schema public`
-  const replicas = [createClient(db.url, { max: 1 }), createClient(db.url, { max: 1 }), createClient(db.url, { max: 1 })]
+  const replicas = [
+    createClient(db.url, { max: 1 }),
+    createClient(db.url, { max: 1 }),
+    createClient(db.url, { max: 1 }),
+  ]
   t.teardown(() => Promise.all(replicas.map((s) => s.end())))
   const applied = await Promise.all(replicas.map((sql) => migrate(sql)))
   const all = applied.flat()
   t.same(new Set(all).size, all.length, 'no file applied twice')
   t.ok(all.includes('0001_users.sql'))
   const rows = await db.sql<{ name: string }[]>`select name from schema_migrations order by name`
-  t.same(rows.map((r) => r.name), [...all].sort())
+  t.same(
+    rows.map((r) => r.name),
+    [...all].sort(),
+  )
   t.same(await migrate(db.sql), [], 'a later start has nothing to apply')
 })
 
@@ -57,22 +72,38 @@ async function databaseBefore(t: Test, next: string) {
   const all = path.join(projectRoot, 'db/migrations')
   const earlier = await mkdtemp(path.join(os.tmpdir(), 'migrations-'))
   t.teardown(() => rm(earlier, { recursive: true, force: true }))
-  for (const file of (await readdir(all)).filter((f) => f.endsWith('.sql') && f < next)) await copyFile(path.join(all, file), path.join(earlier, file))
+  for (const file of (await readdir(all)).filter((f) => f.endsWith('.sql') && f < next))
+    await copyFile(path.join(all, file), path.join(earlier, file))
   await migrate(db.sql, earlier)
   return db
 }
 
 t.test('answers stored as jsonb before migration 0006 are kept by it as JSON text, which replays', async (t) => {
   const db = await databaseBefore(t, '0006')
-  const user = { system_user_id: 'before-0006', system_uuid: '5b0d7a0e-6c1f-4c39-9a51-0f3c3f1b2a11', full_name: 'Stored Before' }
+  const user = {
+    system_user_id: 'before-0006',
+    system_uuid: '5b0d7a0e-6c1f-4c39-9a51-0f3c3f1b2a11',
+    full_name: 'Stored Before',
+  }
   const config = loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING })
   // The first answer, as the service of 0005 stored it (jsonb), with the body's canonical hash.
-  const answer = { ...user, client_uuid: 'c5a1a1e2-3d4b-4c5d-8e6f-7a8b9c0d1e2f', username: null, timezone: 'UTC', is_row_invalid: 0, invalidation_reason_uuid: null, created_at: '2026-11-22T10:00:00.000Z', updated_at: '2026-11-22T10:00:00.000Z' }
+  const answer = {
+    ...user,
+    client_uuid: 'c5a1a1e2-3d4b-4c5d-8e6f-7a8b9c0d1e2f',
+    username: null,
+    timezone: 'UTC',
+    is_row_invalid: 0,
+    invalidation_reason_uuid: null,
+    created_at: '2026-11-22T10:00:00.000Z',
+    updated_at: '2026-11-22T10:00:00.000Z',
+  }
   await db.sql`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
                values ('/api/v1/user', 'old-key', ${requestHash(user)}, 201, ${db.sql.json(answer)}, now() + interval '1 hour')`
 
   t.equal((await migrate(db.sql))[0], '0006_idempotency_answer_text.sql')
-  const [stored] = await db.sql<{ response_body: string }[]>`select response_body from idempotency_records where idempotency_key = 'old-key'`
+  const [stored] = await db.sql<
+    { response_body: string }[]
+  >`select response_body from idempotency_records where idempotency_key = 'old-key'`
   t.same(JSON.parse(stored!.response_body), answer, 'the answer is text now, the same JSON')
   // Records of that time had no key id (0009) and expired a day later; keyed as records are now, it replays.
   await db.sql`update idempotency_records set key_id = ${legacyKeyId('k')} where idempotency_key = 'old-key'`
@@ -95,15 +126,50 @@ t.test('telemetry events stored before migration 0007 are rolled up by it and co
   await db.sql`insert into docs_search_events (event, emitted_at_ms, query_id, results_count, time_to_success_ms) values
     ('search_query', ${now - 120_000}, 'q1', 0, 0), ('search_result_click', ${now - 60_000}, 'q1', 0, 900),
     ('search_query', ${now - 30_000}, 'q2', 3, 0), ('search_query', ${now - 20_000}, '', 0, 0)`
-  t.same((await migrate(db.sql)).slice(0, 2), ['0007_docs_search_query_rollup.sql', '0008_docs_search_kpi_buckets.sql'], '0007 applies first, then the later ones')
-  const rollup = await db.sql`select query_id, first_ms::float8, last_ms::float8, queries, zero_result_queries, has_click, first_success_ms
+  t.same(
+    (await migrate(db.sql)).slice(0, 2),
+    ['0007_docs_search_query_rollup.sql', '0008_docs_search_kpi_buckets.sql'],
+    '0007 applies first, then the later ones',
+  )
+  const rollup =
+    await db.sql`select query_id, first_ms::float8, last_ms::float8, queries, zero_result_queries, has_click, first_success_ms
                               from docs_search_queries order by query_id`
   t.same(rollup, [
-    { query_id: 'q1', first_ms: now - 120_000, last_ms: now - 60_000, queries: 1, zero_result_queries: 1, has_click: true, first_success_ms: 900 },
-    { query_id: 'q2', first_ms: now - 30_000, last_ms: now - 30_000, queries: 1, zero_result_queries: 0, has_click: false, first_success_ms: null },
+    {
+      query_id: 'q1',
+      first_ms: now - 120_000,
+      last_ms: now - 60_000,
+      queries: 1,
+      zero_result_queries: 1,
+      has_click: true,
+      first_success_ms: 900,
+    },
+    {
+      query_id: 'q2',
+      first_ms: now - 30_000,
+      last_ms: now - 30_000,
+      queries: 1,
+      zero_result_queries: 0,
+      has_click: false,
+      first_success_ms: null,
+    },
   ])
-  const app = await buildApp({ config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }), sql: db.sql, logger: false, now: () => new Date(now) })
+  const app = await buildApp({
+    config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }),
+    sql: db.sql,
+    logger: false,
+    now: () => new Date(now),
+  })
   t.teardown(() => app.close())
-  const res = await app.inject({ method: 'GET', url: '/api/v1/telemetry/docs-search/metrics?window_minutes=60', headers: { 'x-api-key': 'k' } })
-  t.match(res.json(), { total_queries: 3, zero_result_queries: 2, queries_with_click: 1, median_time_to_first_success_ms: 900 })
+  const res = await app.inject({
+    method: 'GET',
+    url: '/api/v1/telemetry/docs-search/metrics?window_minutes=60',
+    headers: { 'x-api-key': 'k' },
+  })
+  t.match(res.json(), {
+    total_queries: 3,
+    zero_result_queries: 2,
+    queries_with_click: 1,
+    median_time_to_first_success_ms: 900,
+  })
 })

@@ -20,7 +20,10 @@ t.test('the page is allowed to load its assets over plain HTTP and reads /openap
   t.match(init.body, /"urls":\[\{"url":"\/openapi\.json","name":"Study Service"\}\]/)
   t.match(init.body, /"urls\.primaryName":"Study Service"/)
   t.match(init.body, 'StandaloneLayout', 'the layout that has the Topbar')
-  t.same((await api.app.inject({ method: 'GET', url: '/docs/json' })).json(), (await api.app.inject({ method: 'GET', url: '/openapi.json' })).json())
+  t.same(
+    (await api.app.inject({ method: 'GET', url: '/docs/json' })).json(),
+    (await api.app.inject({ method: 'GET', url: '/openapi.json' })).json(),
+  )
 
   const css = await api.app.inject({ method: 'GET', url: '/docs/static/index.css' })
   t.equal(css.statusCode, 200, 'assets are served')
@@ -41,7 +44,16 @@ t.test('paths that try to leave /docs/static answer 404 COMMON_404', async (t) =
   for (const url of attempts) {
     const res = await api.app.inject({ method: 'GET', url })
     t.equal(res.statusCode, 404, url)
-    t.same(res.json(), { code: 'COMMON_404', key: 'ROUTE_NOT_FOUND', message: 'No route matches this method and path.', source: 'business' }, url)
+    t.same(
+      res.json(),
+      {
+        code: 'COMMON_404',
+        key: 'ROUTE_NOT_FOUND',
+        message: 'No route matches this method and path.',
+        source: 'business',
+      },
+      url,
+    )
   }
   t.ok(escapesStaticFolder('/docs/static/a/%2e%2e/%2e%2e/b'))
   t.notOk(escapesStaticFolder('/docs/static/swagger-ui.css'))

@@ -5,12 +5,31 @@ import fc from 'fast-check'
 import { serializeList } from 'structured-headers'
 import { rateLimit, rateLimitPolicy } from '../../src/rate-limit/ietf-headers.js'
 
-const library = (r: number, s: number) => serializeList([['default', new Map([['r', r], ['t', s]])]])
+const library = (r: number, s: number) =>
+  serializeList([
+    [
+      'default',
+      new Map([
+        ['r', r],
+        ['t', s],
+      ]),
+    ],
+  ])
 
 t.test('RateLimit is the structured-field serialization of its two integers', async (t) => {
-  for (const [r, s] of [[0, 0], [1, 60], [99, 1], [999_999_999_999_999, 3600]] as const) t.equal(rateLimit(r, s), library(r, s))
+  for (const [r, s] of [
+    [0, 0],
+    [1, 60],
+    [99, 1],
+    [999_999_999_999_999, 3600],
+  ] as const)
+    t.equal(rateLimit(r, s), library(r, s))
   fc.assert(
-    fc.property(fc.integer({ min: 0, max: 999_999_999_999_999 }), fc.integer({ min: 0, max: 86_400 }), (r, s) => rateLimit(r, s) === library(r, s)),
+    fc.property(
+      fc.integer({ min: 0, max: 999_999_999_999_999 }),
+      fc.integer({ min: 0, max: 86_400 }),
+      (r, s) => rateLimit(r, s) === library(r, s),
+    ),
     { numRuns: 2000 },
   )
   t.pass('2,000 generated pairs agree')

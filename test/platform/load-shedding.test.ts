@@ -12,7 +12,12 @@ import { hogUntilOverloaded } from '../helpers/event-loop-hog.js'
 
 t.test('an overloaded process sheds business requests, keeps /live, fails /ready, and recovers', async (t) => {
   const db = await createTestDatabase(t)
-  const config = loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '50', LOAD_SHED_RETRY_AFTER_SECONDS: '3' })
+  const config = loadConfig({
+    API_KEYS: 'k',
+    LOG_LEVEL: 'silent',
+    LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '50',
+    LOAD_SHED_RETRY_AFTER_SECONDS: '3',
+  })
   const app = await buildApp({ config, sql: db.sql, logger: false })
   t.teardown(() => app.close())
   await app.ready()
@@ -29,7 +34,12 @@ t.test('an overloaded process sheds business requests, keeps /live, fails /ready
   stopHogging()
 
   t.equal(shed.statusCode, 503)
-  t.same(shed.json(), { code: 'COMMON_503', key: 'SERVICE_OVERLOADED', message: 'The service is overloaded; retry after the number of seconds in Retry-After.', source: 'internal' })
+  t.same(shed.json(), {
+    code: 'COMMON_503',
+    key: 'SERVICE_OVERLOADED',
+    message: 'The service is overloaded; retry after the number of seconds in Retry-After.',
+    source: 'internal',
+  })
   t.equal(shed.headers['retry-after'], '3')
   t.ok(shed.headers['x-ratelimit-limit'], 'the rate limiter ran first')
   t.equal(live.statusCode, 200, '/live keeps answering')
@@ -55,10 +65,17 @@ t.test('a flood of /ready probes is one database check per second', async (t) =>
       return Reflect.apply(target, thisArg, args)
     },
   }) as Sql
-  const app = await buildApp({ config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' }), sql: counting, logger: false })
+  const app = await buildApp({
+    config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' }),
+    sql: counting,
+    logger: false,
+  })
   t.teardown(() => app.close())
   const flood = await Promise.all(Array.from({ length: 200 }, () => app.inject({ method: 'GET', url: '/ready' })))
-  t.ok(flood.every((r) => r.statusCode === 200 && r.json().checks.database === 'ok'), 'every probe answered ready')
+  t.ok(
+    flood.every((r) => r.statusCode === 200 && r.json().checks.database === 'ok'),
+    'every probe answered ready',
+  )
   t.equal(checks, 1, 'one query served them all')
   await sleep(1100)
   t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200)

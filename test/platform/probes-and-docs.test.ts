@@ -26,7 +26,11 @@ t.test('/ready checks the database and reports its latency', async (t) => {
 t.test('with the database unreachable: /ready 503, business routes 503 COMMON_503, /live 200', async (t) => {
   // Port 9 (discard) on loopback: nothing listens, connections are refused at once.
   const sql = createClient('postgres://postgres@127.0.0.1:9/none', { max: 2, connectTimeout: 2 })
-  const app = await buildApp({ config: loadConfig({ API_KEYS: API_KEY, LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }), sql, logger: false })
+  const app = await buildApp({
+    config: loadConfig({ API_KEYS: API_KEY, LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }),
+    sql,
+    logger: false,
+  })
   t.teardown(async () => {
     await app.close()
     await sql.end({ timeout: 1 })
@@ -36,9 +40,18 @@ t.test('with the database unreachable: /ready 503, business routes 503 COMMON_50
   t.same(ready.json(), { status: 'not_ready', checks: { database: 'unavailable' }, db_latency_ms: null })
   const live = await app.inject({ method: 'GET', url: '/live' })
   t.equal(live.statusCode, 200)
-  const business = await app.inject({ method: 'GET', url: `/api/v1/user/${randomUUID()}/x`, headers: { 'x-api-key': API_KEY } })
+  const business = await app.inject({
+    method: 'GET',
+    url: `/api/v1/user/${randomUUID()}/x`,
+    headers: { 'x-api-key': API_KEY },
+  })
   t.equal(business.statusCode, 503)
-  t.same(business.json(), { code: 'COMMON_503', key: 'SERVICE_UNAVAILABLE', message: 'The service is temporarily unavailable; retry later.', source: 'internal' })
+  t.same(business.json(), {
+    code: 'COMMON_503',
+    key: 'SERVICE_UNAVAILABLE',
+    message: 'The service is temporarily unavailable; retry later.',
+    source: 'internal',
+  })
   t.equal(business.headers['retry-after'], '5')
 })
 
@@ -49,12 +62,15 @@ t.test('/metrics exposes request counts and durations by route template, and db 
   const text = (await api.get('/metrics')).body
   const template = 'path_template="/api/v1/user/{system_uuid}/{system_user_id}"'
   t.match(text, new RegExp(`http_requests_total\\{method="GET",${escapeRegExp(template)},status="404"\\} 1`))
-  t.match(text, new RegExp(`http_request_duration_seconds_count\\{method="GET",${escapeRegExp(template)},status="404"\\} 1`))
+  t.match(
+    text,
+    new RegExp(`http_request_duration_seconds_count\\{method="GET",${escapeRegExp(template)},status="404"\\} 1`),
+  )
   t.match(text, /db_operation_duration_seconds_count\{operation="users.findByKey"\} 1/)
   t.notMatch(text, systemUuid, 'no concrete path in labels')
 })
 
-t.test('/openapi.json is the YAML contract plus each operation\'s error codes, and /docs renders it', async (t) => {
+t.test("/openapi.json is the YAML contract plus each operation's error codes, and /docs renders it", async (t) => {
   const api = await buildTestApp(t)
   const served = (await api.get('/openapi.json')).json()
   t.same(served, buildServedDocument(parse(readFileSync(specPath, 'utf8'))))

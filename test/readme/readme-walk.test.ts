@@ -25,12 +25,10 @@ interface Block {
 function runnableBlocks(markdown: string): Block[] {
   return [...markdown.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => {
     const text = m[1]!
-    const expectations = text
-      .split('\n')
-      .flatMap((line) => {
-        const e = /#\s*expect (\d{3})(?:\s+([A-Z]+_\d{3}))?/.exec(line)
-        return e ? [{ status: Number(e[1]), code: e[2], line: line.trim() }] : []
-      })
+    const expectations = text.split('\n').flatMap((line) => {
+      const e = /#\s*expect (\d{3})(?:\s+([A-Z]+_\d{3}))?/.exec(line)
+      return e ? [{ status: Number(e[1]), code: e[2], line: line.trim() }] : []
+    })
     return { text, expectations }
   })
 }
@@ -69,7 +67,10 @@ t.test('the README walk runs top to bottom on a fresh instance', async (t) => {
   const called = calledRoutes(blocks)
   for (const [id, op] of Object.entries(operations)) {
     const template = new RegExp(`^${op.path.replace(/\{\w+\}/g, '[^/]+')}$`)
-    t.ok(called.some((c) => c.method === op.method && template.test(c.path)), `the walk calls ${id} (${op.method} ${op.path})`)
+    t.ok(
+      called.some((c) => c.method === op.method && template.test(c.path)),
+      `the walk calls ${id} (${op.method} ${op.path})`,
+    )
   }
 
   const db = await createTestDatabase(t)
@@ -85,7 +86,10 @@ t.test('the README walk runs top to bottom on a fresh instance', async (t) => {
   t.equal(outputs.length, blocks.length + 1, 'every block ran to its end')
   blocks.forEach((block, i) => {
     // Each answer is its body followed by its "HTTP <status>" line.
-    const answers = [...(outputs[i] ?? '').matchAll(/([\s\S]*?)^HTTP (\d{3})$/gm)].map((m) => ({ body: m[1]!, status: Number(m[2]) }))
+    const answers = [...(outputs[i] ?? '').matchAll(/([\s\S]*?)^HTTP (\d{3})$/gm)].map((m) => ({
+      body: m[1]!,
+      status: Number(m[2]),
+    }))
     t.equal(answers.length, block.expectations.length, `block ${i + 1}: one answer per call marked "# expect"`)
     block.expectations.forEach((expected, j) => {
       const answer = answers[j]
@@ -98,10 +102,14 @@ t.test('the README walk runs top to bottom on a fresh instance', async (t) => {
 
 t.test('nothing in the repository names a document that is not in it', async (t) => {
   const outside = ['decisions', 'stack-notes', 'study-service-api'].map((name) => `${name}.md`)
-  const grep = spawnSync('git', ['grep', '-n', '-I', ...outside.flatMap((n) => ['-e', n]), '--', '.', ':!test/readme/readme-walk.test.ts'], {
-    cwd: projectRoot,
-    encoding: 'utf8',
-  })
+  const grep = spawnSync(
+    'git',
+    ['grep', '-n', '-I', ...outside.flatMap((n) => ['-e', n]), '--', '.', ':!test/readme/readme-walk.test.ts'],
+    {
+      cwd: projectRoot,
+      encoding: 'utf8',
+    },
+  )
   t.equal(grep.stdout, '', 'no mention')
   t.equal(grep.status, 1, 'git grep found nothing')
 })

@@ -17,14 +17,23 @@ const pg = startPrivatePostgres(t, port)
 const sql = createClient(pg.url, { max: 4, connectTimeout: 2 })
 t.teardown(() => sql.end({ timeout: 1 }))
 await migrate(sql)
-const app = await buildApp({ config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }), sql, logger: false })
+const app = await buildApp({
+  config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }),
+  sql,
+  logger: false,
+})
 t.teardown(() => app.close())
 const headers = { 'x-api-key': 'k' }
 const owner = { system_user_id: 'fault', system_uuid: randomUUID() }
 const userUrl = `/api/v1/user/${owner.system_uuid}/${owner.system_user_id}`
 
 t.test('the database goes away and comes back', async (t) => {
-  const created = await app.inject({ method: 'POST', url: '/api/v1/user', headers: { ...headers, 'idempotency-key': 'before' }, payload: { ...owner, full_name: 'F' } })
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/v1/user',
+    headers: { ...headers, 'idempotency-key': 'before' },
+    payload: { ...owner, full_name: 'F' },
+  })
   t.equal(created.statusCode, 201)
 
   pg.stop()
@@ -37,12 +46,22 @@ t.test('the database goes away and comes back', async (t) => {
 
   for (const request of [
     { method: 'GET' as const, url: userUrl, headers },
-    { method: 'POST' as const, url: '/api/v1/user', headers: { ...headers, 'idempotency-key': 'during' }, payload: { ...owner, system_user_id: 'other', full_name: 'G' } },
+    {
+      method: 'POST' as const,
+      url: '/api/v1/user',
+      headers: { ...headers, 'idempotency-key': 'during' },
+      payload: { ...owner, system_user_id: 'other', full_name: 'G' },
+    },
   ]) {
     const t0 = Date.now()
     const res = await app.inject(request)
     t.equal(res.statusCode, 503, `${request.method} answers 503`)
-    t.same(res.json(), { code: 'COMMON_503', key: 'SERVICE_UNAVAILABLE', message: 'The service is temporarily unavailable; retry later.', source: 'internal' })
+    t.same(res.json(), {
+      code: 'COMMON_503',
+      key: 'SERVICE_UNAVAILABLE',
+      message: 'The service is temporarily unavailable; retry later.',
+      source: 'internal',
+    })
     t.equal(res.headers['retry-after'], '5')
     t.ok(Date.now() - t0 < 6000, 'bounded by the connect timeout, no hang')
   }
@@ -59,6 +78,11 @@ t.test('the database goes away and comes back', async (t) => {
   const read = await app.inject({ method: 'GET', url: userUrl, headers })
   t.equal(read.statusCode, 200)
   t.equal(read.json().full_name, 'F', 'the write acknowledged before the outage is there')
-  const retried = await app.inject({ method: 'POST', url: '/api/v1/user', headers: { ...headers, 'idempotency-key': 'during' }, payload: { ...owner, system_user_id: 'other', full_name: 'G' } })
+  const retried = await app.inject({
+    method: 'POST',
+    url: '/api/v1/user',
+    headers: { ...headers, 'idempotency-key': 'during' },
+    payload: { ...owner, system_user_id: 'other', full_name: 'G' },
+  })
   t.equal(retried.statusCode, 201, 'the write refused during the outage can be retried with its key')
 })

@@ -50,7 +50,9 @@ for (const [template, item] of Object.entries<any>(spec.paths)) {
   for (const method of METHODS) {
     const op = item[method.toLowerCase()]
     if (!op) continue
-    const params = [...(item.parameters ?? []), ...(op.parameters ?? [])].map((p: any) => deref(p, 'parameters')) as Param[]
+    const params = [...(item.parameters ?? []), ...(op.parameters ?? [])].map((p: any) =>
+      deref(p, 'parameters'),
+    ) as Param[]
     const bodySchema = deref(op.requestBody?.content?.['application/json']?.schema, 'schemas')
     operations.push({
       method,
@@ -96,20 +98,60 @@ function validBody(op: Operation): Record<string, unknown> | null {
 const forbiddenString = fc.constantFrom('\u0000', 'a\u0000b', '\ud800', 'x\udfff', 'pair\ud83d-broken', '\udc00\ud800')
 /** Strings that may or may not fit a field (never a 5xx). */
 const oddString = fc.oneof(
-  fc.constantFrom('', ' ', '\u0007bell', '\u202eRTL', '\ufeffBOM', '../../etc/passwd', "'; drop table users; --", '%00', '\\u0000', 'null', '0'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '\u0007bell',
+    '\u202eRTL',
+    '\ufeffBOM',
+    '../../etc/passwd',
+    "'; drop table users; --",
+    '%00',
+    '\\u0000',
+    'null',
+    '0',
+  ),
   fc.string({ unit: 'binary', maxLength: 40 }).filter((s) => !s.includes('\u0000') && !/\p{Cs}/u.test(s)),
   fc.string({ unit: 'grapheme', minLength: 200, maxLength: 3000 }),
 )
 /** JSON number literals that are never acceptable (not finite in a double, or past 2^53-1). */
-const forbiddenNumber = fc.constantFrom('1e400', '-1e400', '9007199254740993', '-9007199254740993', '1e300', '123456789012345678901234567890')
+const forbiddenNumber = fc.constantFrom(
+  '1e400',
+  '-1e400',
+  '9007199254740993',
+  '-9007199254740993',
+  '1e300',
+  '123456789012345678901234567890',
+)
 /** Values of the wrong or an odd type (never a 5xx). */
 const oddValue = fc.oneof(
   fc.constantFrom(null, true, false, 0, -1, 1.5, -0, 2 ** 31, 253402300800000, [], {}, [null], { a: [1] }, '1'),
   fc.array(fc.integer(), { maxLength: 60 }),
 )
 /** Query and path values that are not finite integers in range. */
-const badQueryNumber = fc.constantFrom('Infinity', '-Infinity', '1e400', 'NaN', 'abc', '1.5', '', '9007199254740993', '-1', '0x10', '1e3', '%00')
-const badDateTime = fc.constantFrom('2016-12-31T23:59:60Z', '0000-01-01T00:00:00Z', '0001-01-01T00:30:00+01:00', '9999-12-31T23:59:59-01:00', '10000-01-01T00:00:00Z', '2026-02-31T00:00:00Z', 'yesterday')
+const badQueryNumber = fc.constantFrom(
+  'Infinity',
+  '-Infinity',
+  '1e400',
+  'NaN',
+  'abc',
+  '1.5',
+  '',
+  '9007199254740993',
+  '-1',
+  '0x10',
+  '1e3',
+  '%00',
+)
+const badDateTime = fc.constantFrom(
+  '2016-12-31T23:59:60Z',
+  '0000-01-01T00:00:00Z',
+  '0001-01-01T00:30:00+01:00',
+  '9999-12-31T23:59:59-01:00',
+  '10000-01-01T00:00:00Z',
+  '2026-02-31T00:00:00Z',
+  'yesterday',
+)
 
 /** A placeholder value whose JSON is then replaced by raw text (number literals JSON.stringify cannot write). */
 const MARKER = '\u0001RAW\u0001'
@@ -121,7 +163,9 @@ function encode(s: string): string {
   for (const ch of s) {
     const code = ch.charCodeAt(0)
     if (ch.length === 1 && code >= 0xd800 && code <= 0xdfff) {
-      out += [0xe0 | (code >> 12), 0x80 | ((code >> 6) & 0x3f), 0x80 | (code & 0x3f)].map((b) => `%${b.toString(16).toUpperCase()}`).join('')
+      out += [0xe0 | (code >> 12), 0x80 | ((code >> 6) & 0x3f), 0x80 | (code & 0x3f)]
+        .map((b) => `%${b.toString(16).toUpperCase()}`)
+        .join('')
     } else out += encodeURIComponent(ch)
   }
   return out
@@ -139,7 +183,10 @@ interface Case {
 }
 
 const pathOf = (op: Operation, override: Record<string, string> = {}) =>
-  op.template.replace(/{(\w+)}/g, (_m, name) => override[name] ?? encodeURIComponent(validParam(op.params.find((p) => p.name === name)!)!))
+  op.template.replace(
+    /{(\w+)}/g,
+    (_m, name) => override[name] ?? encodeURIComponent(validParam(op.params.find((p) => p.name === name)!)!),
+  )
 
 function queryOf(op: Operation, override: Record<string, string> = {}, drop?: string): string {
   const parts: string[] = []
@@ -162,7 +209,16 @@ function headersOf(op: Operation, extra: Record<string, string | undefined> = {}
   return Object.fromEntries(Object.entries(headers).filter((e): e is [string, string] => e[1] !== undefined))
 }
 
-function request(op: Operation, parts: { path?: string; query?: string; headers?: Record<string, string | undefined>; payload?: string | Buffer; method?: string }): InjectOptions {
+function request(
+  op: Operation,
+  parts: {
+    path?: string
+    query?: string
+    headers?: Record<string, string | undefined>
+    payload?: string | Buffer
+    method?: string
+  },
+): InjectOptions {
   const body = validBody(op)
   return {
     method: (parts.method ?? op.method) as InjectOptions['method'],
@@ -196,20 +252,33 @@ const caseFor = (op: Operation): fc.Arbitrary<Case> => {
 
   if (pathParams.length > 0) {
     arbitraries.push(
-      fc.tuple(fc.constantFrom(...pathParams), fc.oneof(forbiddenString.map((s) => ({ s, sure: true })), oddString.map((s) => ({ s, sure: false })))).map(([p, { s, sure }]) => ({
-        label: label(`path ${p.name}=${JSON.stringify(s.slice(0, 40))}`),
-        request: request(op, { path: pathOf(op, { [p.name]: encode(s).replace(/^$/, '%20') }) }),
-        expect: sure ? '4xx' : 'any',
-      })),
+      fc
+        .tuple(
+          fc.constantFrom(...pathParams),
+          fc.oneof(
+            forbiddenString.map((s) => ({ s, sure: true })),
+            oddString.map((s) => ({ s, sure: false })),
+          ),
+        )
+        .map(([p, { s, sure }]) => ({
+          label: label(`path ${p.name}=${JSON.stringify(s.slice(0, 40))}`),
+          request: request(op, { path: pathOf(op, { [p.name]: encode(s).replace(/^$/, '%20') }) }),
+          expect: sure ? '4xx' : 'any',
+        })),
       // 'long': one character more than the parameter's maxLength (100 when it declares none).
-      fc.tuple(fc.constantFrom(...pathParams), fc.constantFrom('%', '%zz', '%E0%A4%A', '%ED%A0%80', '%C0%AF', 'long', 'y'.repeat(5000))).map(([p, raw]) => {
-        const value = raw === 'long' ? 'x'.repeat((p.schema?.maxLength ?? 100) + 1) : raw
-        return {
-          label: label(`badly encoded or long path ${p.name}=${value.slice(0, 20)}`),
-          request: request(op, { path: pathOf(op, { [p.name]: value }) }),
-          expect: '4xx',
-        }
-      }),
+      fc
+        .tuple(
+          fc.constantFrom(...pathParams),
+          fc.constantFrom('%', '%zz', '%E0%A4%A', '%ED%A0%80', '%C0%AF', 'long', 'y'.repeat(5000)),
+        )
+        .map(([p, raw]) => {
+          const value = raw === 'long' ? 'x'.repeat((p.schema?.maxLength ?? 100) + 1) : raw
+          return {
+            label: label(`badly encoded or long path ${p.name}=${value.slice(0, 20)}`),
+            request: request(op, { path: pathOf(op, { [p.name]: value }) }),
+            expect: '4xx',
+          }
+        }),
     )
   }
   if (queryParams.length > 0) {
@@ -218,7 +287,11 @@ const caseFor = (op: Operation): fc.Arbitrary<Case> => {
     const strings = queryParams.filter((p) => p.schema?.type === 'string')
     if (numeric.length)
       arbitraries.push(
-        fc.tuple(fc.constantFrom(...numeric), badQueryNumber).map(([p, v]) => ({ label: label(`query ${p.name}=${v}`), request: request(op, { query: queryOf(op, { [p.name]: v }) }), expect: '4xx' })),
+        fc.tuple(fc.constantFrom(...numeric), badQueryNumber).map(([p, v]) => ({
+          label: label(`query ${p.name}=${v}`),
+          request: request(op, { query: queryOf(op, { [p.name]: v }) }),
+          expect: '4xx',
+        })),
       )
     if (dates.length)
       arbitraries.push(
@@ -230,45 +303,90 @@ const caseFor = (op: Operation): fc.Arbitrary<Case> => {
       )
     if (strings.length)
       arbitraries.push(
-        fc.tuple(fc.constantFrom(...strings), fc.oneof(forbiddenString.map((s) => ({ s, sure: true })), oddString.map((s) => ({ s, sure: false })))).map(([p, { s, sure }]) => ({
-          label: label(`query ${p.name}=${JSON.stringify(s.slice(0, 40))}`),
-          request: request(op, { query: queryOf(op, { [p.name]: encode(s) }) }),
-          expect: sure ? '4xx' : 'any',
-        })),
+        fc
+          .tuple(
+            fc.constantFrom(...strings),
+            fc.oneof(
+              forbiddenString.map((s) => ({ s, sure: true })),
+              oddString.map((s) => ({ s, sure: false })),
+            ),
+          )
+          .map(([p, { s, sure }]) => ({
+            label: label(`query ${p.name}=${JSON.stringify(s.slice(0, 40))}`),
+            request: request(op, { query: queryOf(op, { [p.name]: encode(s) }) }),
+            expect: sure ? '4xx' : 'any',
+          })),
       )
     const required = queryParams.filter((p) => p.required)
     if (required.length)
-      arbitraries.push(fc.constantFrom(...required).map((p) => ({ label: label(`query ${p.name} missing`), request: request(op, { query: queryOf(op, {}, p.name) }), expect: '4xx' })))
+      arbitraries.push(
+        fc.constantFrom(...required).map((p) => ({
+          label: label(`query ${p.name} missing`),
+          request: request(op, { query: queryOf(op, {}, p.name) }),
+          expect: '4xx',
+        })),
+      )
   }
   if (op.body) {
     const targets = bodyTargets(op)
-    const mutate = (path: string[], raw: string) => withRaw((() => {
-      const body = validBody(op)!
-      if (path[0] === 'events' && path.length > 1) body.events = [{ event: 'search_query', emitted_at_ms: 1 }]
-      setAt(body, path, MARKER)
-      return body
-    })(), raw)
+    const mutate = (path: string[], raw: string) =>
+      withRaw(
+        (() => {
+          const body = validBody(op)!
+          if (path[0] === 'events' && path.length > 1) body.events = [{ event: 'search_query', emitted_at_ms: 1 }]
+          setAt(body, path, MARKER)
+          return body
+        })(),
+        raw,
+      )
     arbitraries.push(
-      fc.tuple(fc.constantFrom(...targets), forbiddenString).map(([path, s]) => ({ label: label(`body ${path.join('.')}=${JSON.stringify(s)}`), request: request(op, { payload: mutate(path, JSON.stringify(s)) }), expect: '4xx' })),
-      fc.tuple(fc.constantFrom(...targets), forbiddenNumber).map(([path, n]) => ({ label: label(`body ${path.join('.')}=${n}`), request: request(op, { payload: mutate(path, n) }), expect: '4xx' })),
+      fc.tuple(fc.constantFrom(...targets), forbiddenString).map(([path, s]) => ({
+        label: label(`body ${path.join('.')}=${JSON.stringify(s)}`),
+        request: request(op, { payload: mutate(path, JSON.stringify(s)) }),
+        expect: '4xx',
+      })),
+      fc.tuple(fc.constantFrom(...targets), forbiddenNumber).map(([path, n]) => ({
+        label: label(`body ${path.join('.')}=${n}`),
+        request: request(op, { payload: mutate(path, n) }),
+        expect: '4xx',
+      })),
       fc.tuple(fc.constantFrom(...targets), fc.oneof(oddValue, oddString)).map(([path, v]) => ({
         label: label(`body ${path.join('.')}=${JSON.stringify(v).slice(0, 40)}`),
         request: request(op, { payload: mutate(path, JSON.stringify(v)) }),
         expect: 'any',
       })),
-      fc.constantFrom(
-        { what: 'truncated JSON', payload: '{"a":' },
-        { what: 'not JSON', payload: 'hello' },
-        { what: 'an array', payload: '[]' },
-        { what: 'invalid UTF-8', payload: Buffer.concat([Buffer.from('{"x":"'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('"}')]) },
-        { what: 'deep nesting', payload: `${'['.repeat(5000)}${']'.repeat(5000)}` },
-        { what: 'unknown keys', payload: JSON.stringify(Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`k${i}`, i]))) },
-      ).map(({ what, payload }) => ({ label: label(`body ${what}`), request: request(op, { payload }), expect: '4xx' as const })),
-      fc.constantFrom('text/plain', 'application/json; charset=latin1', 'application/xml', 'application/json; charset=utf-16').map((type) => ({
-        label: label(`content-type ${type}`),
-        request: request(op, { headers: { 'content-type': type } }),
-        expect: 415 as const,
-      })),
+      fc
+        .constantFrom(
+          { what: 'truncated JSON', payload: '{"a":' },
+          { what: 'not JSON', payload: 'hello' },
+          { what: 'an array', payload: '[]' },
+          {
+            what: 'invalid UTF-8',
+            payload: Buffer.concat([Buffer.from('{"x":"'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('"}')]),
+          },
+          { what: 'deep nesting', payload: `${'['.repeat(5000)}${']'.repeat(5000)}` },
+          {
+            what: 'unknown keys',
+            payload: JSON.stringify(Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`k${i}`, i]))),
+          },
+        )
+        .map(({ what, payload }) => ({
+          label: label(`body ${what}`),
+          request: request(op, { payload }),
+          expect: '4xx' as const,
+        })),
+      fc
+        .constantFrom(
+          'text/plain',
+          'application/json; charset=latin1',
+          'application/xml',
+          'application/json; charset=utf-16',
+        )
+        .map((type) => ({
+          label: label(`content-type ${type}`),
+          request: request(op, { headers: { 'content-type': type } }),
+          expect: 415 as const,
+        })),
     )
     if (op.params.some((p) => p.name === 'Idempotency-Key')) {
       arbitraries.push(
@@ -293,7 +411,14 @@ const caseFor = (op: Operation): fc.Arbitrary<Case> => {
   // (PATCH /api/v1/conspectuses/due is PATCH /api/v1/conspectuses/{conspectus_uuid}).
   const undeclared = METHODS.filter((m) => !declaredMethods(op.template).includes(m) && !findRoute(m, pathOf(op)))
   if (undeclared.length) {
-    arbitraries.push(fc.constantFrom(...undeclared).map((method) => ({ label: `${method} ${op.template}: undeclared method`, request: request(op, { method }), expect: 405 as const, allow: declaredMethods(op.template) })))
+    arbitraries.push(
+      fc.constantFrom(...undeclared).map((method) => ({
+        label: `${method} ${op.template}: undeclared method`,
+        request: request(op, { method }),
+        expect: 405 as const,
+        allow: declaredMethods(op.template),
+      })),
+    )
   }
   arbitraries.push(fc.constant({ label: label('as declared'), request: request(op, {}), expect: 'any' as const }))
   return fc.oneof(...arbitraries)
@@ -312,15 +437,18 @@ for (const c of cases) {
   const url = String(c.request.url)
   if (res.statusCode >= 500) found.push(`answered ${res.statusCode}`)
   if (res.headers['x-request-id'] === undefined) found.push('no X-Request-Id')
-  if (c.expect === '4xx' && (res.statusCode < 400 || res.statusCode >= 500)) found.push(`invalid input answered ${res.statusCode}`)
-  if (typeof c.expect === 'number' && res.statusCode !== c.expect) found.push(`expected ${c.expect}, answered ${res.statusCode}`)
+  if (c.expect === '4xx' && (res.statusCode < 400 || res.statusCode >= 500))
+    found.push(`invalid input answered ${res.statusCode}`)
+  if (typeof c.expect === 'number' && res.statusCode !== c.expect)
+    found.push(`expected ${c.expect}, answered ${res.statusCode}`)
   if (c.expect === 405) {
     const allow = String(res.headers.allow ?? '')
     for (const m of c.allow ?? []) if (!allow.split(/,\s*/).includes(m)) found.push(`Allow "${allow}" lacks ${m}`)
   } else if (findRoute(method, url.split('?')[0]!)) {
     found.push(...contractProblems(method, url, res.statusCode, res.headers, res.body))
     const type = String(res.headers['content-type'] ?? '')
-    if (res.statusCode !== 204 && !/^(application\/json|text\/plain|text\/html)/.test(type)) found.push(`content type "${type}" not declared`)
+    if (res.statusCode !== 204 && !/^(application\/json|text\/plain|text\/html)/.test(type))
+      found.push(`content type "${type}" not declared`)
   } else if (res.statusCode !== 404 && res.statusCode < 400) {
     found.push(`a path outside the spec answered ${res.statusCode}`)
   }
@@ -328,16 +456,28 @@ for (const c of cases) {
 }
 
 if (process.env.HOSTILE_PROBLEMS_FILE) writeFileSync(process.env.HOSTILE_PROBLEMS_FILE, problems.join('\n'))
-t.comment(`statuses: ${[...statuses].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}×${n}`).join(' ')}`)
+t.comment(
+  `statuses: ${[...statuses]
+    .sort((a, b) => a[0] - b[0])
+    .map(([s, n]) => `${s}×${n}`)
+    .join(' ')}`,
+)
 t.ok(cases.length >= 5000 || process.env.HOSTILE_RUNS !== undefined, `${cases.length} generated requests`)
 const distinct = [...new Set(problems.map((p) => p.replace(/ -> .*/, '').replace(/=.*/, '')))]
-t.same(problems.slice(0, 25), [], `no contract problem (${problems.length} in all, seed ${seed}; kinds: ${distinct.slice(0, 20).join(' | ')})`)
+t.same(
+  problems.slice(0, 25),
+  [],
+  `no contract problem (${problems.length} in all, seed ${seed}; kinds: ${distinct.slice(0, 20).join(' | ')})`,
+)
 t.equal((await api.get('/live')).statusCode, 200, 'the process still answers')
 
 // ---- Over a real socket: what inject cannot send -------------------------------------------------
 
 /** Sends raw bytes and returns the status, headers and body of the first answer (or null if closed silently). */
-function rawExchange(port: number, bytes: string): Promise<{ status: number; headers: Record<string, string>; body: string } | null> {
+function rawExchange(
+  port: number,
+  bytes: string,
+): Promise<{ status: number; headers: Record<string, string>; body: string } | null> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1', () => socket.write(bytes))
     let data = ''
@@ -350,7 +490,9 @@ function rawExchange(port: number, bytes: string): Promise<{ status: number; hea
       const [statusLine, ...lines] = head.split('\r\n')
       const status = Number(statusLine?.split(' ')[1])
       if (!status) return resolve(null)
-      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]))
+      const headers = Object.fromEntries(
+        lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+      )
       resolve({ status, headers, body: rest.join('\r\n\r\n') })
     })
   })
@@ -360,9 +502,24 @@ t.test('answers from the HTTP layer carry the envelope and X-Request-Id', async 
   await api.app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = api.app.server.address() as net.AddressInfo
   const cases: [string, string, number, string][] = [
-    ['header section over the limit', `GET /live HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\nConnection: close\r\n\r\n`, 431, 'COMMON_431'],
-    ['malformed Content-Length', 'POST /api/v1/user HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\nConnection: close\r\n\r\n', 400, 'COMMON_400'],
-    ['bad percent-encoding in the path', `GET /api/v1/user/%zz/${owner.system_user_id} HTTP/1.1\r\nHost: x\r\nX-API-Key: ${API_KEY}\r\nConnection: close\r\n\r\n`, 400, 'COMMON_400'],
+    [
+      'header section over the limit',
+      `GET /live HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\nConnection: close\r\n\r\n`,
+      431,
+      'COMMON_431',
+    ],
+    [
+      'malformed Content-Length',
+      'POST /api/v1/user HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\nConnection: close\r\n\r\n',
+      400,
+      'COMMON_400',
+    ],
+    [
+      'bad percent-encoding in the path',
+      `GET /api/v1/user/%zz/${owner.system_user_id} HTTP/1.1\r\nHost: x\r\nX-API-Key: ${API_KEY}\r\nConnection: close\r\n\r\n`,
+      400,
+      'COMMON_400',
+    ],
   ]
   for (const [what, bytes, status, code] of cases) {
     const res = await rawExchange(port, bytes)

@@ -13,7 +13,10 @@ t.test('SIGKILL mid-stream: every acknowledged write is there once, retries comp
   const db = await createTestDatabase(t)
   const env = { DATABASE_URL: db.url }
   let server = await startServer(t, env)
-  const requests = Array.from({ length: 400 }, (_, i) => ({ key: `crash-${i}`, body: { system_user_id: `crash-${i}`, system_uuid: randomUUID(), full_name: `C${i}` } }))
+  const requests = Array.from({ length: 400 }, (_, i) => ({
+    key: `crash-${i}`,
+    body: { system_user_id: `crash-${i}`, system_uuid: randomUUID(), full_name: `C${i}` },
+  }))
   const acknowledged = new Set<number>()
   const unanswered = new Set<number>()
   let next = 0
@@ -21,7 +24,11 @@ t.test('SIGKILL mid-stream: every acknowledged write is there once, retries comp
     while (next < requests.length) {
       const i = next++
       try {
-        const res = await fetch(`${server.base}/api/v1/user`, { method: 'POST', headers: headers(requests[i]!.key), body: JSON.stringify(requests[i]!.body) })
+        const res = await fetch(`${server.base}/api/v1/user`, {
+          method: 'POST',
+          headers: headers(requests[i]!.key),
+          body: JSON.stringify(requests[i]!.body),
+        })
         if (res.status === 201) acknowledged.add(i)
         else unanswered.add(i)
         await res.arrayBuffer()
@@ -34,12 +41,19 @@ t.test('SIGKILL mid-stream: every acknowledged write is there once, retries comp
   while (acknowledged.size < 60) await sleep(5)
   server.child.kill('SIGKILL')
   await stream
-  t.ok(acknowledged.size >= 60 && unanswered.size > 0, `${acknowledged.size} acknowledged, ${unanswered.size} unanswered at the kill`)
+  t.ok(
+    acknowledged.size >= 60 && unanswered.size > 0,
+    `${acknowledged.size} acknowledged, ${unanswered.size} unanswered at the kill`,
+  )
 
   server = await startServer(t, env)
   let replayed = 0
   for (const i of unanswered) {
-    const res = await fetch(`${server.base}/api/v1/user`, { method: 'POST', headers: headers(requests[i]!.key), body: JSON.stringify(requests[i]!.body) })
+    const res = await fetch(`${server.base}/api/v1/user`, {
+      method: 'POST',
+      headers: headers(requests[i]!.key),
+      body: JSON.stringify(requests[i]!.body),
+    })
     t.equal(res.status, 201, `retry ${i}`)
     if (res.headers.get('idempotent-replayed') === 'true') replayed++
     await res.arrayBuffer()
@@ -48,7 +62,10 @@ t.test('SIGKILL mid-stream: every acknowledged write is there once, retries comp
   const rows = await db.sql<{ system_user_id: string; n: number }[]>`
     select system_user_id, count(*)::int as n from users where system_user_id like 'crash-%' group by system_user_id`
   t.equal(rows.length, requests.length, 'every request applied')
-  t.ok(rows.every((r) => r.n === 1), 'none doubled')
+  t.ok(
+    rows.every((r) => r.n === 1),
+    'none doubled',
+  )
   server.child.kill('SIGKILL')
 })
 

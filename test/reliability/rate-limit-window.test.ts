@@ -15,7 +15,8 @@ function incr(store: SlidingWindowStore, key: string, window: number, max: numbe
 t.test('across a window boundary the store admits max, never 2x max', async (t) => {
   let now = 0
   const store = new SlidingWindowStore({ now: () => now })
-  const admitted = (count: number) => Array.from({ length: count }, () => incr(store, 'c', 1000, 10)).filter((r) => r.current <= 10).length
+  const admitted = (count: number) =>
+    Array.from({ length: count }, () => incr(store, 'c', 1000, 10)).filter((r) => r.current <= 10).length
   now = 900
   t.equal(admitted(10), 10, 'a burst at the end of the first second')
   now = 1001
@@ -54,7 +55,8 @@ t.test('memory stays bounded: idle clients are swept, at most maxClients kept', 
 t.test('over HTTP: 2 + 2 requests, then 4 just after the first pair expired: only 2 pass', async (t) => {
   const api = await buildTestApp(t, { RATE_LIMIT_MAX: '4', RATE_LIMIT_WINDOW_MS: '2000' })
   const url = `/api/v1/user/${randomUUID()}/window`
-  const statuses = async (n: number) => (await Promise.all(Array.from({ length: n }, () => api.get(url)))).map((r) => r.statusCode)
+  const statuses = async (n: number) =>
+    (await Promise.all(Array.from({ length: n }, () => api.get(url)))).map((r) => r.statusCode)
   t.same(await statuses(2), [404, 404])
   await sleep(1000)
   t.same(await statuses(2), [404, 404])
@@ -67,7 +69,8 @@ t.test('over HTTP: 2 + 2 requests, then 4 just after the first pair expired: onl
 t.test('clients without a key are limited by address: IPv6 by its /64, IPv4-mapped as IPv4', async (t) => {
   const api = await buildTestApp(t, { RATE_LIMIT_MAX: '2', RATE_LIMIT_WINDOW_MS: '60000' })
   const url = `/api/v1/user/${randomUUID()}/by-address`
-  const status = async (remoteAddress: string) => (await api.request({ method: 'GET', url, key: null, remoteAddress })).statusCode
+  const status = async (remoteAddress: string) =>
+    (await api.request({ method: 'GET', url, key: null, remoteAddress })).statusCode
   // Two hosts in one /64 (an attacker rotating its addresses) share one window.
   t.same([await status('2001:db8:1:2::1'), await status('2001:db8:1:2:ffff::9')], [401, 401])
   t.equal(await status('2001:db8:1:2:abcd::1'), 429, 'a third address in the same /64 is over the limit')

@@ -11,7 +11,12 @@ import { NO_LOAD_SHEDDING } from '../helpers/app.js'
 
 const SECRET = 'super-secret-key-0123456789'
 const lines: string[] = []
-const sink = new Writable({ write(chunk, _enc, done) { lines.push(String(chunk)); done() } })
+const sink = new Writable({
+  write(chunk, _enc, done) {
+    lines.push(String(chunk))
+    done()
+  },
+})
 
 t.test('secrets are redacted from every log line', async (t) => {
   const db = await createTestDatabase(t)
@@ -19,8 +24,18 @@ t.test('secrets are redacted from every log line', async (t) => {
   const logger = pino(loggerOptions(config) as never, sink)
   const app = await buildApp({ config, sql: db.sql, logger: logger as never })
   t.teardown(() => app.close())
-  const headers = { 'x-api-key': SECRET, authorization: `Bearer ${SECRET}`, cookie: `session=${SECRET}`, 'content-type': 'application/json' }
-  await app.inject({ method: 'POST', url: '/api/v1/user', headers: { ...headers, 'idempotency-key': 'k1' }, payload: { system_user_id: 's', system_uuid: randomUUID(), full_name: SECRET } })
+  const headers = {
+    'x-api-key': SECRET,
+    authorization: `Bearer ${SECRET}`,
+    cookie: `session=${SECRET}`,
+    'content-type': 'application/json',
+  }
+  await app.inject({
+    method: 'POST',
+    url: '/api/v1/user',
+    headers: { ...headers, 'idempotency-key': 'k1' },
+    payload: { system_user_id: 's', system_uuid: randomUUID(), full_name: SECRET },
+  })
   await app.inject({ method: 'GET', url: `/api/v1/user/${randomUUID()}/x`, headers })
   await app.inject({ method: 'GET', url: '/api/v1/user/x/y', headers: { 'x-api-key': `wrong-${SECRET}` } })
   // A request that reaches every logger: request logging at trace includes req objects.
@@ -37,10 +52,24 @@ t.test('an unexpected database error is logged without stack, SQL or parameters'
   t.teardown(() => app.close())
   await db.sql`drop table conspectuses cascade`
   const owner = { system_user_id: 'broken', system_uuid: randomUUID() }
-  await app.inject({ method: 'POST', url: '/api/v1/user', headers: { 'x-api-key': 'k', 'idempotency-key': 'u' }, payload: { ...owner, full_name: 'B' } })
-  const res = await app.inject({ method: 'GET', url: `/api/v1/conspectuses/due?system_user_id=broken&system_uuid=${owner.system_uuid}`, headers: { 'x-api-key': 'k' } })
+  await app.inject({
+    method: 'POST',
+    url: '/api/v1/user',
+    headers: { 'x-api-key': 'k', 'idempotency-key': 'u' },
+    payload: { ...owner, full_name: 'B' },
+  })
+  const res = await app.inject({
+    method: 'GET',
+    url: `/api/v1/conspectuses/due?system_user_id=broken&system_uuid=${owner.system_uuid}`,
+    headers: { 'x-api-key': 'k' },
+  })
   t.equal(res.statusCode, 500)
-  t.same(res.json(), { code: 'COMMON_500', key: 'INTERNAL_ERROR', message: 'An unexpected error occurred.', source: 'internal' })
+  t.same(res.json(), {
+    code: 'COMMON_500',
+    key: 'INTERNAL_ERROR',
+    message: 'An unexpected error occurred.',
+    source: 'internal',
+  })
   const errorLines = lines.filter((l) => l.includes('unexpected error'))
   t.equal(errorLines.length, 1)
   t.notMatch(errorLines[0]!, /select|from conspectuses|"stack"|at \w+ \(|broken/i)

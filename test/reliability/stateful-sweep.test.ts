@@ -37,7 +37,8 @@ for (const [template, item] of Object.entries<any>(spec.paths)) {
     const params = [...(item.parameters ?? []), ...(op.parameters ?? [])].map((p: any) => deref(p, 'parameters'))
     const links: Record<string, any> = {}
     for (const response of Object.values<any>(op.responses)) {
-      for (const [name, link] of Object.entries<any>(deref(response, 'responses').links ?? {})) links[name] = deref(link, 'links')
+      for (const [name, link] of Object.entries<any>(deref(response, 'responses').links ?? {}))
+        links[name] = deref(link, 'links')
     }
     operations.set(op.operationId, {
       id: op.operationId,
@@ -70,12 +71,16 @@ t.test('every link names an operation and only parameters it takes', async (t) =
       const target = operations.get(link.operationId)
       t.ok(target, `${op.id} ${name} -> ${link.operationId}`)
       for (const param of Object.keys(link.parameters ?? {})) {
-        t.ok(target?.params.some((p) => p.name === param), `${op.id} ${name}: ${link.operationId} takes ${param}`)
+        t.ok(
+          target?.params.some((p) => p.name === param),
+          `${op.id} ${name}: ${link.operationId} takes ${param}`,
+        )
       }
     }
   }
   t.ok(links >= 10, `${links} links`)
-  for (const create of ['createUser', 'createConspectus', 'createErrorLog']) t.ok(Object.keys(operations.get(create)!.links).length > 0, `${create} has links`)
+  for (const create of ['createUser', 'createConspectus', 'createErrorLog'])
+    t.ok(Object.keys(operations.get(create)!.links).length > 0, `${create} has links`)
 })
 
 // Generated values for the fields the sweep varies; the rest comes from the schema's example.
@@ -97,14 +102,21 @@ interface State {
   conspectus_uuid?: string
 }
 
-function bodyFor(op: Operation, state: State, vary: Variation, fromLink: Record<string, unknown> | undefined, answer: any): unknown {
+function bodyFor(
+  op: Operation,
+  state: State,
+  vary: Variation,
+  fromLink: Record<string, unknown> | undefined,
+  answer: any,
+): unknown {
   const schema = op.bodySchema
   const body: Record<string, unknown> = { ...structuredClone(schema.examples?.[0] ?? {}) }
   for (const [k, v] of Object.entries(fromLink ?? {})) body[k] = evaluate(v, answer)
   for (const [k, v] of Object.entries(vary)) if (k in (schema.properties ?? {}) && k in body) body[k] = v
   if ('system_user_id' in (schema.properties ?? {})) Object.assign(body, state.owner)
   if ('conspectus_uuid' in body) body.conspectus_uuid = state.conspectus_uuid ?? null
-  if (op.id === 'createUser') Object.assign(body, { system_user_id: `s-${randomUUID().slice(0, 8)}`, system_uuid: randomUUID() })
+  if (op.id === 'createUser')
+    Object.assign(body, { system_user_id: `s-${randomUUID().slice(0, 8)}`, system_uuid: randomUUID() })
   return body
 }
 
@@ -114,7 +126,8 @@ const followed = new Set<string>()
 async function call(t: any, op: Operation, params: Record<string, unknown>, body: unknown) {
   let url = op.template.replace(/{(\w+)}/g, (_m, name) => encodeURIComponent(String(params[name])))
   const query = op.params.filter((p) => p.in === 'query' && params[p.name] !== undefined && params[p.name] !== null)
-  if (query.length > 0) url += `?${query.map((p) => `${p.name}=${encodeURIComponent(String(params[p.name]))}`).join('&')}`
+  if (query.length > 0)
+    url += `?${query.map((p) => `${p.name}=${encodeURIComponent(String(params[p.name]))}`).join('&')}`
   requests++
   // api.request throws on any contract violation: an undeclared status, a body or header off its schema.
   const res = await api.request({
@@ -146,18 +159,33 @@ t.test('create, then follow the links: declared answers only, no 5xx', async (t)
   await fc.assert(
     fc.asyncProperty(variation, variation, async (createVary, followVary) => {
       const createUser = operations.get('createUser')!
-      const user = await call(t, createUser, {}, bodyFor(createUser, { owner: { system_user_id: '', system_uuid: '' } }, createVary, undefined, null))
+      const user = await call(
+        t,
+        createUser,
+        {},
+        bodyFor(createUser, { owner: { system_user_id: '', system_uuid: '' } }, createVary, undefined, null),
+      )
       if (user.statusCode !== 201) return
       const created = user.json()
       const state: State = { owner: { system_user_id: created.system_user_id, system_uuid: created.system_uuid } }
       await follow(t, createUser, created, state, followVary, 0)
       // An error-log entry about a conspectus of the same owner, and its links.
       const createConspectus = operations.get('createConspectus')!
-      const conspectus = await call(t, createConspectus, {}, bodyFor(createConspectus, state, followVary, undefined, null))
+      const conspectus = await call(
+        t,
+        createConspectus,
+        {},
+        bodyFor(createConspectus, state, followVary, undefined, null),
+      )
       if (conspectus.statusCode !== 201) return
       const withConspectus = { ...state, conspectus_uuid: conspectus.json().conspectus_uuid }
       const createErrorLog = operations.get('createErrorLog')!
-      const entry = await call(t, createErrorLog, {}, bodyFor(createErrorLog, withConspectus, followVary, undefined, null))
+      const entry = await call(
+        t,
+        createErrorLog,
+        {},
+        bodyFor(createErrorLog, withConspectus, followVary, undefined, null),
+      )
       if (entry.statusCode === 201) await follow(t, createErrorLog, entry.json(), withConspectus, followVary, 0)
     }),
     { seed, numRuns: runs, endOnFailure: true },
@@ -165,6 +193,7 @@ t.test('create, then follow the links: declared answers only, no 5xx', async (t)
   t.comment(`${requests} requests`)
   // Every link was followed to a success at least once: the links lead somewhere real.
   for (const op of operations.values()) {
-    for (const name of Object.keys(op.links)) t.ok(followed.has(`${op.id} ${name}`), `${op.id} ${name} answered 2xx at least once`)
+    for (const name of Object.keys(op.links))
+      t.ok(followed.has(`${op.id} ${name}`), `${op.id} ${name} answered 2xx at least once`)
   }
 })

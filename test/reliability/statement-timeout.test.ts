@@ -12,7 +12,11 @@ t.test('a read blocked past statement_timeout answers 503', async (t) => {
   const db = await createTestDatabase(t)
   const slow = postgres(db.url, { max: 2, onnotice: () => {}, connection: { statement_timeout: 300 } })
   t.teardown(() => slow.end({ timeout: 1 }))
-  const app = await buildApp({ config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }), sql: slow as never, logger: false })
+  const app = await buildApp({
+    config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }),
+    sql: slow as never,
+    logger: false,
+  })
   t.teardown(() => app.close())
   const url = `/api/v1/user/${randomUUID()}/someone`
 
@@ -31,7 +35,12 @@ t.test('a read blocked past statement_timeout answers 503', async (t) => {
   release()
   await holding
   t.equal(res.statusCode, 503)
-  t.same(res.json(), { code: 'COMMON_503', key: 'SERVICE_UNAVAILABLE', message: 'The service is temporarily unavailable; retry later.', source: 'internal' })
+  t.same(res.json(), {
+    code: 'COMMON_503',
+    key: 'SERVICE_UNAVAILABLE',
+    message: 'The service is temporarily unavailable; retry later.',
+    source: 'internal',
+  })
   t.ok(res.headers['retry-after'], 'carries Retry-After')
   t.notMatch(res.body, /statement|cancel|lock/i, 'no SQL or database message in the body')
 

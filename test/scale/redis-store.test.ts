@@ -5,7 +5,13 @@
 import t, { type Test } from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { SlidingWindowStore, type StoreResult } from '../../src/rate-limit/sliding-window-store.js'
-import { createRedisWindowClient, RedisWindowStore, redisKey, takeInRedis, type RedisWindowClient } from '../../src/rate-limit/redis-window.js'
+import {
+  createRedisWindowClient,
+  RedisWindowStore,
+  redisKey,
+  takeInRedis,
+  type RedisWindowClient,
+} from '../../src/rate-limit/redis-window.js'
 import { startPrivateRedis } from '../helpers/private-redis.js'
 
 async function client(t: Test, url: string, commandTimeoutMs = 1000): Promise<RedisWindowClient> {
@@ -31,7 +37,7 @@ t.test('across a window boundary Redis admits max, never 2x max', async (t) => {
   t.equal(await admitted(redis, 'c', 10, 2000, 10), 0, 'the window is full; rejections are not recorded')
   await sleep(2200 - (Date.now() - started))
   // A fixed window would have reset at 2 s and admit 10; the sliding one frees the first 5 only.
-  t.ok(Date.now() - started < 3000, 'still inside the second pair\'s window')
+  t.ok(Date.now() - started < 3000, "still inside the second pair's window")
   t.equal(await admitted(redis, 'c', 10, 2000, 10), 5)
 })
 
@@ -63,20 +69,29 @@ async function commandCalls(redis: RedisWindowClient, command: string): Promise<
   return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0)
 }
 
-t.test('each decision is one script call (EVALSHA once the script is loaded); concurrent ones admit exactly max', async (t) => {
-  const server = await startPrivateRedis(t)
-  const redis = await client(t, server.url)
-  const other = await client(t, server.url) // another replica
-  // The script is loaded (EVAL at most once per client, then EVALSHA).
-  for (const c of [redis, other]) await takeInRedis(c, 'warm', 60_000, 100)
-  const before = await scriptCalls(redis)
-  const evalsha = await commandCalls(redis, 'evalsha')
-  const results = await Promise.all(Array.from({ length: 50 }, (_, i) => takeInRedis(i % 2 ? other : redis, 'shared', 60_000, 20)))
-  t.equal((await scriptCalls(redis)) - before, 50, '50 decisions, 50 script calls')
-  t.equal((await commandCalls(redis, 'evalsha')) - evalsha, 50, 'all of them EVALSHA')
-  t.same(results.map((r) => r.current).sort((x, y) => x - y), [...Array.from({ length: 20 }, (_, i) => i + 1), ...Array(30).fill(21)], 'max accepted across both replicas, each count once')
-  t.equal(await redis.zcard(redisKey('shared')), 20, 'every accepted request is its own member')
-})
+t.test(
+  'each decision is one script call (EVALSHA once the script is loaded); concurrent ones admit exactly max',
+  async (t) => {
+    const server = await startPrivateRedis(t)
+    const redis = await client(t, server.url)
+    const other = await client(t, server.url) // another replica
+    // The script is loaded (EVAL at most once per client, then EVALSHA).
+    for (const c of [redis, other]) await takeInRedis(c, 'warm', 60_000, 100)
+    const before = await scriptCalls(redis)
+    const evalsha = await commandCalls(redis, 'evalsha')
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => takeInRedis(i % 2 ? other : redis, 'shared', 60_000, 20)),
+    )
+    t.equal((await scriptCalls(redis)) - before, 50, '50 decisions, 50 script calls')
+    t.equal((await commandCalls(redis, 'evalsha')) - evalsha, 50, 'all of them EVALSHA')
+    t.same(
+      results.map((r) => r.current).sort((x, y) => x - y),
+      [...Array.from({ length: 20 }, (_, i) => i + 1), ...Array(30).fill(21)],
+      'max accepted across both replicas, each count once',
+    )
+    t.equal(await redis.zcard(redisKey('shared')), 20, 'every accepted request is its own member')
+  },
+)
 
 t.test('Redis down or paused: decisions fall back to the local window; sharing returns when it answers', async (t) => {
   const server = await startPrivateRedis(t)
@@ -85,7 +100,10 @@ t.test('Redis down or paused: decisions fall back to the local window; sharing r
   const reasons: string[] = []
   const store = new RedisWindowStore({ redis, local, onFallback: (r) => reasons.push(r) })
   t.teardown(() => redis.disconnect())
-  const incr = (key: string, max = 3) => new Promise<StoreResult>((resolve, reject) => store.incr(key, (err, res) => (err ? reject(err) : resolve(res)), 60_000, max))
+  const incr = (key: string, max = 3) =>
+    new Promise<StoreResult>((resolve, reject) =>
+      store.incr(key, (err, res) => (err ? reject(err) : resolve(res)), 60_000, max),
+    )
   // Decisions keep coming meanwhile (on another client): they drive the probe of a paused Redis.
   const untilShared = async () => {
     for (let i = 0; i < 200 && !store.shared; i++) {
@@ -103,7 +121,11 @@ t.test('Redis down or paused: decisions fall back to the local window; sharing r
 
   await server.stop()
   const down = await Promise.all([incr('k'), incr('k'), incr('k'), incr('k')])
-  t.same(down.map((r) => r.current), [1, 2, 3, 4], 'local window (starts empty) still limits at max')
+  t.same(
+    down.map((r) => r.current),
+    [1, 2, 3, 4],
+    'local window (starts empty) still limits at max',
+  )
   t.ok(reasons.length >= 4, 'every local decision is reported')
 
   await server.start()

@@ -50,7 +50,9 @@ async function everyReplicaShares(replicas: ServerProcess[]): Promise<boolean> {
 }
 
 t.test('deploy/haproxy.cfg is a valid HAProxy configuration', async (t) => {
-  const result = checkHaproxyConfig(haproxyEnv('127.0.0.1:8080', ['service-1:3000', 'service-2:3000', 'service-3:3000'], 1000))
+  const result = checkHaproxyConfig(
+    haproxyEnv('127.0.0.1:8080', ['service-1:3000', 'service-2:3000', 'service-3:3000'], 1000),
+  )
   if (!result.ok) t.comment(result.output)
   t.ok(result.ok, 'haproxy -c accepts it (with the compose service names)')
 })
@@ -113,77 +115,104 @@ t.test('three replicas behind HAProxy share PostgreSQL and Redis', async (t) => 
     for (let i = 0; i < MAX + 1; i++) local.push((await get(userUrl(replicas[0]!.base), 'local-key')).status)
     t.equal(local.filter((s) => s === 404).length, MAX, 'the replica still limits, on its own window')
     t.equal(local[MAX], 429)
-    t.equal((await get(userUrl(replicas[1]!.base), 'local-key')).status, 404, 'another replica has its own window meanwhile')
+    t.equal(
+      (await get(userUrl(replicas[1]!.base), 'local-key')).status,
+      404,
+      'another replica has its own window meanwhile',
+    )
     t.ok((await fallbackCount(replicas[0]!.base)) >= MAX, 'the fallback decisions are counted')
 
     await redis.start()
     const restartedAt = Date.now()
     t.ok(await everyReplicaShares(replicas), 'every replica decides in Redis again')
-    t.ok(Date.now() - restartedAt < 12_000, `within 10 s of Redis answering (+ polling): ${Date.now() - restartedAt} ms`)
+    t.ok(
+      Date.now() - restartedAt < 12_000,
+      `within 10 s of Redis answering (+ polling): ${Date.now() - restartedAt} ms`,
+    )
     const statusesAfter: number[] = []
     for (let i = 0; i < MAX + 1; i++) statusesAfter.push((await get(userUrl(haproxy.base), 'write-key')).status)
-    t.equal(statusesAfter.filter((s) => s === 404).length, MAX, 'the shared window is back: exactly max through the balancer')
+    t.equal(
+      statusesAfter.filter((s) => s === 404).length,
+      MAX,
+      'the shared window is back: exactly max through the balancer',
+    )
     t.equal(statusesAfter[MAX], 429)
   })
 
   await t.test('30 concurrent identical writes spread over the replicas give one effect', async (t) => {
     await sleep(WINDOW_MS) // write-key's window from the previous check empties
     const body = JSON.stringify({ system_user_id: 'same-write', system_uuid: randomUUID(), full_name: 'Once' })
-    const headers = { 'x-api-key': 'write-key', 'content-type': 'application/json', 'idempotency-key': `scale-${randomUUID()}` }
+    const headers = {
+      'x-api-key': 'write-key',
+      'content-type': 'application/json',
+      'idempotency-key': `scale-${randomUUID()}`,
+    }
     const answers = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => fetch(`${replicas[i % 3]!.base}/api/v1/user`, { method: 'POST', headers, body })),
+      Array.from({ length: 30 }, (_, i) =>
+        fetch(`${replicas[i % 3]!.base}/api/v1/user`, { method: 'POST', headers, body }),
+      ),
     )
     const bodies = await Promise.all(answers.map((r) => r.json() as Promise<{ client_uuid?: string }>))
     t.same([...new Set(answers.map((r) => r.status))], [201], 'every answer is the one success')
     t.equal(new Set(bodies.map((b) => b.client_uuid)).size, 1, 'the same user in every answer')
-    const rows = await db.sql<{ count: number }[]>`select count(*)::int as count from users where system_user_id = 'same-write'`
+    const rows = await db.sql<
+      { count: number }[]
+    >`select count(*)::int as count from users where system_user_id = 'same-write'`
     t.equal(rows[0]!.count, 1, 'one row')
   })
 
-  await t.test('rolling restart under steady load: no 5xx, no connection error, every acknowledged write stored', async (t) => {
-    const acknowledged: string[] = []
-    const failures: string[] = []
-    const statuses = new Map<number, number>()
-    let running = true
-    let sent = 0
-    const worker = async (w: number) => {
-      while (running) {
-        const id = `roll-${w}-${sent++}`
-        const key = LOAD_KEYS[sent % LOAD_KEYS.length]!
-        try {
-          const res = await fetch(`${haproxy.base}/api/v1/user`, {
-            method: 'POST',
-            headers: { 'x-api-key': key, 'content-type': 'application/json', 'idempotency-key': id },
-            body: JSON.stringify({ system_user_id: id, system_uuid: randomUUID(), full_name: 'Rolling' }),
-          })
-          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
-          if (res.status === 201) acknowledged.push(id)
-          if (res.status < 500) await res.arrayBuffer()
-          else failures.push(`${id}: ${res.status} ${(await res.text()).slice(0, 120)}`)
-        } catch (err) {
-          failures.push(`${id}: ${(err as Error).message} ${String((err as { cause?: unknown }).cause ?? '')}`)
+  await t.test(
+    'rolling restart under steady load: no 5xx, no connection error, every acknowledged write stored',
+    async (t) => {
+      const acknowledged: string[] = []
+      const failures: string[] = []
+      const statuses = new Map<number, number>()
+      let running = true
+      let sent = 0
+      const worker = async (w: number) => {
+        while (running) {
+          const id = `roll-${w}-${sent++}`
+          const key = LOAD_KEYS[sent % LOAD_KEYS.length]!
+          try {
+            const res = await fetch(`${haproxy.base}/api/v1/user`, {
+              method: 'POST',
+              headers: { 'x-api-key': key, 'content-type': 'application/json', 'idempotency-key': id },
+              body: JSON.stringify({ system_user_id: id, system_uuid: randomUUID(), full_name: 'Rolling' }),
+            })
+            statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
+            if (res.status === 201) acknowledged.push(id)
+            if (res.status < 500) await res.arrayBuffer()
+            else failures.push(`${id}: ${res.status} ${(await res.text()).slice(0, 120)}`)
+          } catch (err) {
+            failures.push(`${id}: ${(err as Error).message} ${String((err as { cause?: unknown }).cause ?? '')}`)
+          }
+          await sleep(50)
         }
-        await sleep(50)
       }
-    }
-    const load = [0, 1, 2].map(worker)
-    await sleep(500)
-    for (let i = 0; i < replicas.length; i++) {
-      const old = replicas[i]!
-      old.child.kill('SIGTERM')
-      t.equal(await old.exited, 0, `replica ${i + 1} drained and exited 0`)
-      replicas[i] = await startServer(t, env(ports[i]!))
-      // Back in rotation after HAProxy's two good checks.
-      for (let k = 0; k < 100 && (await fetch(`${replicas[i]!.base}/ready`)).status !== 200; k++) await sleep(100)
-      await sleep(600)
-    }
-    await sleep(500)
-    running = false
-    await Promise.all(load)
-    t.same(failures, [], 'no 5xx and no connection error at the balancer')
-    t.ok(acknowledged.length > 30, `steady load: ${acknowledged.length} writes acknowledged, statuses ${JSON.stringify([...statuses])}`)
-    t.same([...statuses.keys()], [201], 'every write succeeded (under its rate limit)')
-    const stored = await db.sql<{ system_user_id: string }[]>`select system_user_id from users where system_user_id = any(${acknowledged})`
-    t.equal(stored.length, acknowledged.length, 'every acknowledged write is in the database')
-  })
+      const load = [0, 1, 2].map(worker)
+      await sleep(500)
+      for (let i = 0; i < replicas.length; i++) {
+        const old = replicas[i]!
+        old.child.kill('SIGTERM')
+        t.equal(await old.exited, 0, `replica ${i + 1} drained and exited 0`)
+        replicas[i] = await startServer(t, env(ports[i]!))
+        // Back in rotation after HAProxy's two good checks.
+        for (let k = 0; k < 100 && (await fetch(`${replicas[i]!.base}/ready`)).status !== 200; k++) await sleep(100)
+        await sleep(600)
+      }
+      await sleep(500)
+      running = false
+      await Promise.all(load)
+      t.same(failures, [], 'no 5xx and no connection error at the balancer')
+      t.ok(
+        acknowledged.length > 30,
+        `steady load: ${acknowledged.length} writes acknowledged, statuses ${JSON.stringify([...statuses])}`,
+      )
+      t.same([...statuses.keys()], [201], 'every write succeeded (under its rate limit)')
+      const stored = await db.sql<
+        { system_user_id: string }[]
+      >`select system_user_id from users where system_user_id = any(${acknowledged})`
+      t.equal(stored.length, acknowledged.length, 'every acknowledged write is in the database')
+    },
+  )
 })

@@ -1,12 +1,26 @@
 // The schedule policy on its own: ladder moves and 04:00-local due times across time zones.
 import t from 'tap'
-import { INTERVAL_DAYS, nextReviewAt, nextSlot, reviewMoves, studyDay, wallClock, type Slot } from '../../src/schedule/leitner.js'
+import {
+  INTERVAL_DAYS,
+  nextReviewAt,
+  nextSlot,
+  reviewMoves,
+  studyDay,
+  wallClock,
+  type Slot,
+} from '../../src/schedule/leitner.js'
 
 const iso = (d: Date) => d.toISOString()
 
 t.test('remembered climbs one slot and stays at D; forgot returns to A', async (t) => {
-  t.same((['A', 'B', 'C', 'D'] as Slot[]).map((s) => nextSlot(s, 'remembered')), ['B', 'C', 'D', 'D'])
-  t.same((['A', 'B', 'C', 'D'] as Slot[]).map((s) => nextSlot(s, 'forgot')), ['A', 'A', 'A', 'A'])
+  t.same(
+    (['A', 'B', 'C', 'D'] as Slot[]).map((s) => nextSlot(s, 'remembered')),
+    ['B', 'C', 'D', 'D'],
+  )
+  t.same(
+    (['A', 'B', 'C', 'D'] as Slot[]).map((s) => nextSlot(s, 'forgot')),
+    ['A', 'A', 'A', 'A'],
+  )
   t.same(INTERVAL_DAYS, { A: 1, B: 3, C: 7, D: 21 })
 })
 
@@ -27,11 +41,19 @@ t.test('reviewMoves gives, for every slot a note may be in, the same move as nex
       const moves = reviewMoves(outcome, when, zone)
       for (const from of ['A', 'B', 'C', 'D'] as Slot[]) {
         const slot = nextSlot(from, outcome)
-        t.same(moves[from], { slot, next_review_at: nextReviewAt(when, slot, zone) }, `${zone} ${when.toISOString()}: ${outcome} from ${from}`)
+        t.same(
+          moves[from],
+          { slot, next_review_at: nextReviewAt(when, slot, zone) },
+          `${zone} ${when.toISOString()}: ${outcome} from ${from}`,
+        )
       }
     }
   }
-  t.equal(iso(reviewMoves('remembered', at, 'America/New_York').C.next_review_at), '2026-03-28T08:00:00.000Z', 'C -> D: 21 days, 04:00 EDT')
+  t.equal(
+    iso(reviewMoves('remembered', at, 'America/New_York').C.next_review_at),
+    '2026-03-28T08:00:00.000Z',
+    'C -> D: 21 days, 04:00 EDT',
+  )
 })
 
 t.test('due at 04:00 local on the day interval(slot) days after the event day', async (t) => {
@@ -50,7 +72,11 @@ t.test('an event before 04:00 local belongs to the previous study day', async (t
   const at = new Date('2026-01-15T09:00:00Z')
   t.same(studyDay(before, 'America/New_York'), { year: 2026, month: 1, day: 14 })
   t.same(studyDay(at, 'America/New_York'), { year: 2026, month: 1, day: 15 })
-  t.equal(iso(nextReviewAt(before, 'A', 'America/New_York')), '2026-01-15T09:00:00.000Z', 'due the same calendar day at 04:00')
+  t.equal(
+    iso(nextReviewAt(before, 'A', 'America/New_York')),
+    '2026-01-15T09:00:00.000Z',
+    'due the same calendar day at 04:00',
+  )
   t.equal(iso(nextReviewAt(at, 'A', 'America/New_York')), '2026-01-16T09:00:00.000Z')
   // 00:30 local just after midnight still counts for the day before
   t.equal(iso(nextReviewAt(new Date('2026-01-16T05:30:00Z'), 'A', 'America/New_York')), '2026-01-16T09:00:00.000Z')
@@ -74,7 +100,11 @@ t.test('far-east and far-west zones use their own calendar day', async (t) => {
   const instant = new Date('2026-06-01T12:00:00Z') // Kiritimati 2026-06-02 02:00 (before 04:00 -> day 06-01), Pago Pago 06-01 01:00 (-> day 05-31)
   t.equal(iso(nextReviewAt(instant, 'A', 'Pacific/Kiritimati')), '2026-06-01T14:00:00.000Z')
   t.equal(iso(nextReviewAt(instant, 'A', 'Pacific/Pago_Pago')), '2026-06-01T15:00:00.000Z')
-  t.equal(iso(nextReviewAt(new Date('2026-06-01T20:00:00Z'), 'B', 'Asia/Kolkata')), '2026-06-03T22:30:00.000Z', 'half-hour offsets: 01:30 IST counts for the day before')
+  t.equal(
+    iso(nextReviewAt(new Date('2026-06-01T20:00:00Z'), 'B', 'Asia/Kolkata')),
+    '2026-06-03T22:30:00.000Z',
+    'half-hour offsets: 01:30 IST counts for the day before',
+  )
 })
 
 t.test('a learner who changes time zone is scheduled in the zone of the event', async (t) => {
@@ -85,9 +115,21 @@ t.test('a learner who changes time zone is scheduled in the zone of the event', 
 })
 
 t.test('04:00 local is always the result, every day of a year in several zones', async (t) => {
-  const zones = ['America/New_York', 'Europe/Berlin', 'Australia/Lord_Howe', 'America/Santiago', 'Asia/Tehran', 'Pacific/Chatham']
+  const zones = [
+    'America/New_York',
+    'Europe/Berlin',
+    'Australia/Lord_Howe',
+    'America/Santiago',
+    'Asia/Tehran',
+    'Pacific/Chatham',
+  ]
   for (const zone of zones) {
-    const fmt = new Intl.DateTimeFormat('en-GB', { timeZone: zone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })
+    const fmt = new Intl.DateTimeFormat('en-GB', {
+      timeZone: zone,
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    })
     let wrong = 0
     for (let d = 0; d < 366; d++) {
       const due = nextReviewAt(new Date(Date.UTC(2026, 0, 1, 13) + d * 86_400_000), 'A', zone)
@@ -98,54 +140,109 @@ t.test('04:00 local is always the result, every day of a year in several zones',
 })
 
 t.test('the wall clock reads the same fields as formatToParts, hour by hour through a year', async (t) => {
-  for (const zone of ['America/New_York', 'Asia/Kathmandu', 'Australia/Lord_Howe', 'Pacific/Chatham', 'UTC', 'europe/berlin']) {
-    const parts = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' })
+  for (const zone of [
+    'America/New_York',
+    'Asia/Kathmandu',
+    'Australia/Lord_Howe',
+    'Pacific/Chatham',
+    'UTC',
+    'europe/berlin',
+  ]) {
+    const parts = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    })
     let differ = 0
     for (let h = 0; h < 366 * 24; h += 7) {
       const instant = Date.UTC(2026, 0, 1) + h * 3_600_000 + 1_234_000
-      const expected = Object.fromEntries(parts.formatToParts(instant).filter((p) => p.type !== 'literal').map((p) => [p.type, Number(p.value)]))
-      if (JSON.stringify(wallClock(instant, zone)) !== JSON.stringify({ year: expected.year, month: expected.month, day: expected.day, hour: expected.hour, minute: expected.minute, second: expected.second })) differ++
+      const expected = Object.fromEntries(
+        parts
+          .formatToParts(instant)
+          .filter((p) => p.type !== 'literal')
+          .map((p) => [p.type, Number(p.value)]),
+      )
+      if (
+        JSON.stringify(wallClock(instant, zone)) !==
+        JSON.stringify({
+          year: expected.year,
+          month: expected.month,
+          day: expected.day,
+          hour: expected.hour,
+          minute: expected.minute,
+          second: expected.second,
+        })
+      )
+        differ++
     }
     t.equal(differ, 0, zone)
   }
 })
 
-t.test('due times are memoized per zone, study day and slot without sharing Date objects or mixing zones', async (t) => {
-  const event = new Date('2026-01-10T12:00:00Z')
-  const first = nextReviewAt(event, 'A', 'Europe/Berlin')
-  first.setTime(0) // a caller's change must not reach the memo
-  t.equal(iso(nextReviewAt(event, 'A', 'Europe/Berlin')), '2026-01-11T03:00:00.000Z')
-  t.equal(iso(nextReviewAt(event, 'A', 'europe/berlin')), '2026-01-11T03:00:00.000Z', 'zone names are case-insensitive')
-  t.equal(iso(nextReviewAt(event, 'A', 'America/New_York')), '2026-01-11T09:00:00.000Z', 'another zone, its own 04:00')
-  t.equal(iso(nextReviewAt(new Date('2026-01-11T12:00:00Z'), 'A', 'Europe/Berlin')), '2026-01-12T03:00:00.000Z', 'the next study day')
-})
+t.test(
+  'due times are memoized per zone, study day and slot without sharing Date objects or mixing zones',
+  async (t) => {
+    const event = new Date('2026-01-10T12:00:00Z')
+    const first = nextReviewAt(event, 'A', 'Europe/Berlin')
+    first.setTime(0) // a caller's change must not reach the memo
+    t.equal(iso(nextReviewAt(event, 'A', 'Europe/Berlin')), '2026-01-11T03:00:00.000Z')
+    t.equal(
+      iso(nextReviewAt(event, 'A', 'europe/berlin')),
+      '2026-01-11T03:00:00.000Z',
+      'zone names are case-insensitive',
+    )
+    t.equal(
+      iso(nextReviewAt(event, 'A', 'America/New_York')),
+      '2026-01-11T09:00:00.000Z',
+      'another zone, its own 04:00',
+    )
+    t.equal(
+      iso(nextReviewAt(new Date('2026-01-11T12:00:00Z'), 'A', 'Europe/Berlin')),
+      '2026-01-12T03:00:00.000Z',
+      'the next study day',
+    )
+  },
+)
 
-t.test('the study day known for a zone is the one its wall clock gives, minute by minute across offset changes', async (t) => {
-  const byClock = (instant: number, zone: string) => {
-    const w = wallClock(instant, zone)
-    const date = new Date(Date.UTC(w.year, w.month - 1, w.day - (w.hour < 4 ? 1 : 0)))
-    return `${date.getUTCFullYear()}-${date.getUTCMonth() + 1}-${date.getUTCDate()}`
-  }
-  // Spring and autumn changes; Lord Howe moves by 30 minutes, Chatham changes at 02:45/03:45
-  // local, Troll by two hours.
-  const changes: [string, string][] = [
-    ['America/New_York', '2026-03-08'], ['America/New_York', '2026-11-01'],
-    ['Europe/Berlin', '2026-03-29'], ['Europe/Berlin', '2026-10-25'],
-    ['Australia/Lord_Howe', '2026-04-05'], ['Australia/Lord_Howe', '2026-10-04'],
-    ['Pacific/Chatham', '2026-04-05'], ['Pacific/Chatham', '2026-09-27'],
-    ['Antarctica/Troll', '2026-03-29'], ['Antarctica/Troll', '2026-10-25'],
-  ]
-  for (const [zone, date] of changes) {
-    const from = Date.parse(`${date}T00:00:00Z`) - 2 * 86_400_000
-    const instants = Array.from({ length: (4 * 24 * 60) / 10 }, (_, i) => from + i * 600_000 + 17_000)
-    // In time order (the memo's usual case), then hopping by 257 steps (a prime: every instant
-    // once, the memo replaced at almost every step).
-    const shuffled = instants.map((_, i) => instants[(i * 257) % instants.length]!)
-    let wrong = 0
-    for (const instant of [...instants, ...shuffled]) {
-      const day = studyDay(new Date(instant), zone)
-      if (`${day.year}-${day.month}-${day.day}` !== byClock(instant, zone)) wrong++
+t.test(
+  'the study day known for a zone is the one its wall clock gives, minute by minute across offset changes',
+  async (t) => {
+    const byClock = (instant: number, zone: string) => {
+      const w = wallClock(instant, zone)
+      const date = new Date(Date.UTC(w.year, w.month - 1, w.day - (w.hour < 4 ? 1 : 0)))
+      return `${date.getUTCFullYear()}-${date.getUTCMonth() + 1}-${date.getUTCDate()}`
     }
-    t.equal(wrong, 0, `${zone} around ${date}`)
-  }
-})
+    // Spring and autumn changes; Lord Howe moves by 30 minutes, Chatham changes at 02:45/03:45
+    // local, Troll by two hours.
+    const changes: [string, string][] = [
+      ['America/New_York', '2026-03-08'],
+      ['America/New_York', '2026-11-01'],
+      ['Europe/Berlin', '2026-03-29'],
+      ['Europe/Berlin', '2026-10-25'],
+      ['Australia/Lord_Howe', '2026-04-05'],
+      ['Australia/Lord_Howe', '2026-10-04'],
+      ['Pacific/Chatham', '2026-04-05'],
+      ['Pacific/Chatham', '2026-09-27'],
+      ['Antarctica/Troll', '2026-03-29'],
+      ['Antarctica/Troll', '2026-10-25'],
+    ]
+    for (const [zone, date] of changes) {
+      const from = Date.parse(`${date}T00:00:00Z`) - 2 * 86_400_000
+      const instants = Array.from({ length: (4 * 24 * 60) / 10 }, (_, i) => from + i * 600_000 + 17_000)
+      // In time order (the memo's usual case), then hopping by 257 steps (a prime: every instant
+      // once, the memo replaced at almost every step).
+      const shuffled = instants.map((_, i) => instants[(i * 257) % instants.length]!)
+      let wrong = 0
+      for (const instant of [...instants, ...shuffled]) {
+        const day = studyDay(new Date(instant), zone)
+        if (`${day.year}-${day.month}-${day.day}` !== byClock(instant, zone)) wrong++
+      }
+      t.equal(wrong, 0, `${zone} around ${date}`)
+    }
+  },
+)

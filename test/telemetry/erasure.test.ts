@@ -24,7 +24,8 @@ const api = await buildTestApp(t, { API_KEYS_FILE: keyFile }, { now: clock.now }
 const { sql } = api.db
 const erase = (session: string, key: string = API_KEY) =>
   api.request({ method: 'DELETE', url: `/api/v1/telemetry/docs-search/sessions/${encodeURIComponent(session)}`, key })
-const countOf = async (session: string) => (await sql`select count(*)::int as n from docs_search_events where session_id = ${session}`)[0]!.n as number
+const countOf = async (session: string) =>
+  (await sql`select count(*)::int as n from docs_search_events where session_id = ${session}`)[0]!.n as number
 
 const events = (session: string, n: number, spreadDays = 3) =>
   Array.from({ length: n }, (_, i) => ({
@@ -36,11 +37,29 @@ const events = (session: string, n: number, spreadDays = 3) =>
   }))
 
 t.test('erasure removes that session raw events in every partition and nobody else', async (t) => {
-  await api.request({ method: 'POST', url: '/api/v1/telemetry/docs-search/batch', payload: { events: events('visitor/é 1', 300) } })
-  await api.request({ method: 'POST', url: '/api/v1/telemetry/docs-search/batch', payload: { events: events('other', 200) } })
-  await api.request({ method: 'POST', url: '/api/v1/telemetry/docs-search/batch', payload: { events: [{ event: 'search_query', emitted_at_ms: 5, session_id: 'visitor/é 1' }, { event: 'search_query', emitted_at_ms: 5 }] } })
+  await api.request({
+    method: 'POST',
+    url: '/api/v1/telemetry/docs-search/batch',
+    payload: { events: events('visitor/é 1', 300) },
+  })
+  await api.request({
+    method: 'POST',
+    url: '/api/v1/telemetry/docs-search/batch',
+    payload: { events: events('other', 200) },
+  })
+  await api.request({
+    method: 'POST',
+    url: '/api/v1/telemetry/docs-search/batch',
+    payload: {
+      events: [
+        { event: 'search_query', emitted_at_ms: 5, session_id: 'visitor/é 1' },
+        { event: 'search_query', emitted_at_ms: 5 },
+      ],
+    },
+  })
   const kpisBefore = (await api.get('/api/v1/telemetry/docs-search/metrics?window_minutes=10080')).json()
-  const [partitions] = await sql`select count(distinct tableoid)::int as n from docs_search_events where session_id = 'visitor/é 1'`
+  const [partitions] =
+    await sql`select count(distinct tableoid)::int as n from docs_search_events where session_id = 'visitor/é 1'`
   t.ok(partitions!.n >= 3, `the session spans ${partitions!.n} partitions, the DEFAULT one among them`)
 
   const res = await erase('visitor/é 1')
@@ -60,19 +79,31 @@ t.test('erasure removes that session raw events in every partition and nobody el
   t.same((await erase('never-seen')).json(), { session_id: 'never-seen', erased_events: 0 })
 })
 
-t.test('the scope telemetry:erase: API_KEYS keys and file keys that name it; not a file key without scopes', async (t) => {
-  await api.request({ method: 'POST', url: '/api/v1/telemetry/docs-search/batch', payload: { events: events('scoped', 4) } })
-  for (const key of ['ssk_ingest', 'ssk_unscoped']) {
-    const res = await erase('scoped', key)
-    t.equal(res.statusCode, 403, key)
-    t.match(res.json(), { code: 'COMMON_403', key: 'SECURITY_SCOPE_MISSING', source: 'security' })
-  }
-  t.equal(await countOf('scoped'), 4, 'nothing erased by a refused call')
-  const unscopedIngest = await api.request({ method: 'POST', url: '/api/v1/telemetry/docs-search', payload: { event: 'x', emitted_at_ms: NOW }, key: 'ssk_unscoped' })
-  t.equal(unscopedIngest.statusCode, 202, 'a file key without scopes still holds every other scope')
-  t.equal((await erase('scoped', 'ssk_eraser')).json().erased_events, 4)
-  t.equal((await erase('scoped', 'nope')).statusCode, 401)
-})
+t.test(
+  'the scope telemetry:erase: API_KEYS keys and file keys that name it; not a file key without scopes',
+  async (t) => {
+    await api.request({
+      method: 'POST',
+      url: '/api/v1/telemetry/docs-search/batch',
+      payload: { events: events('scoped', 4) },
+    })
+    for (const key of ['ssk_ingest', 'ssk_unscoped']) {
+      const res = await erase('scoped', key)
+      t.equal(res.statusCode, 403, key)
+      t.match(res.json(), { code: 'COMMON_403', key: 'SECURITY_SCOPE_MISSING', source: 'security' })
+    }
+    t.equal(await countOf('scoped'), 4, 'nothing erased by a refused call')
+    const unscopedIngest = await api.request({
+      method: 'POST',
+      url: '/api/v1/telemetry/docs-search',
+      payload: { event: 'x', emitted_at_ms: NOW },
+      key: 'ssk_unscoped',
+    })
+    t.equal(unscopedIngest.statusCode, 202, 'a file key without scopes still holds every other scope')
+    t.equal((await erase('scoped', 'ssk_eraser')).json().erased_events, 4)
+    t.equal((await erase('scoped', 'nope')).statusCode, 401)
+  },
+)
 
 t.test('bad session ids answer 422; other methods 405', async (t) => {
   const long = await erase('s'.repeat(129))
@@ -83,7 +114,9 @@ t.test('bad session ids answer 422; other methods 405', async (t) => {
 })
 
 t.test('each partition answers the erasure from its session index', async (t) => {
-  const plan = (await sql`explain delete from docs_search_events where session_id = 'x' and session_id <> ''`).map((r) => r['QUERY PLAN'] as string).join('\n')
+  const plan = (await sql`explain delete from docs_search_events where session_id = 'x' and session_id <> ''`)
+    .map((r) => r['QUERY PLAN'] as string)
+    .join('\n')
   t.notMatch(plan, /Seq Scan/, plan)
   t.match(plan, /_session/)
 })
@@ -97,23 +130,38 @@ t.test('the erasure is logged with the key id, not the session id', async (t) =>
     },
   })
   const db = await createTestDatabase(t)
-  const app = await buildApp({ config: loadConfig({ API_KEYS: 'plain-key', LOG_LEVEL: 'info', ...NO_LOAD_SHEDDING }), sql: db.sql, logger: pino({ level: 'info' }, stream) })
+  const app = await buildApp({
+    config: loadConfig({ API_KEYS: 'plain-key', LOG_LEVEL: 'info', ...NO_LOAD_SHEDDING }),
+    sql: db.sql,
+    logger: pino({ level: 'info' }, stream),
+  })
   t.teardown(() => app.close())
-  const res = await app.inject({ method: 'DELETE', url: '/api/v1/telemetry/docs-search/sessions/private-visitor', headers: { 'x-api-key': 'plain-key' } })
+  const res = await app.inject({
+    method: 'DELETE',
+    url: '/api/v1/telemetry/docs-search/sessions/private-visitor',
+    headers: { 'x-api-key': 'plain-key' },
+  })
   t.equal(res.statusCode, 200)
   const line = lines.find((l) => l.msg === 'docs-search session erased')
   t.match(line, { key_id: /^key-[0-9a-f]{12}$/, erased_events: 0 })
   t.notMatch(JSON.stringify(lines), /private-visitor/, 'the session id is in no log line')
 })
 
-t.test('an erasure sent with a JSON Content-Type and no body (as curl and most clients send it) is answered', async (t) => {
-  await api.request({ method: 'POST', url: '/api/v1/telemetry/docs-search/batch', payload: { events: events('with-header', 4) } })
-  const res = await api.request({
-    method: 'DELETE',
-    url: '/api/v1/telemetry/docs-search/sessions/with-header',
-    headers: { 'content-type': 'application/json' },
-  })
-  t.equal(res.statusCode, 200)
-  t.same(res.json(), { session_id: 'with-header', erased_events: 4 })
-  t.equal(await countOf('with-header'), 0)
-})
+t.test(
+  'an erasure sent with a JSON Content-Type and no body (as curl and most clients send it) is answered',
+  async (t) => {
+    await api.request({
+      method: 'POST',
+      url: '/api/v1/telemetry/docs-search/batch',
+      payload: { events: events('with-header', 4) },
+    })
+    const res = await api.request({
+      method: 'DELETE',
+      url: '/api/v1/telemetry/docs-search/sessions/with-header',
+      headers: { 'content-type': 'application/json' },
+    })
+    t.equal(res.statusCode, 200)
+    t.same(res.json(), { session_id: 'with-header', erased_events: 4 })
+    t.equal(await countOf('with-header'), 0)
+  },
+)

@@ -20,9 +20,22 @@ t.test('one event is stored with defaults for omitted fields; top_results and pa
   t.notOk(res.headers['idempotent-replayed'])
   const [row] = await api.db.sql`select * from docs_search_events where query_id = 'single-1'`
   t.match(row, {
-    event: 'search_query', emitted_at_ms: '1795400000000', page_path: '', session_id: '', query_text: '', query_len: 0,
-    tokens_count: 0, results_count: 0, result_rank: 0, result_url: '', latency_ms: 0, time_to_success_ms: 0,
-    time_to_click_ms: 0, source: '', top_results: [{ url: '/docs/a', rank: 1 }], payload: { experiment: 'b', nested: { x: 1 } },
+    event: 'search_query',
+    emitted_at_ms: '1795400000000',
+    page_path: '',
+    session_id: '',
+    query_text: '',
+    query_len: 0,
+    tokens_count: 0,
+    results_count: 0,
+    result_rank: 0,
+    result_url: '',
+    latency_ms: 0,
+    time_to_success_ms: 0,
+    time_to_click_ms: 0,
+    source: '',
+    top_results: [{ url: '/docs/a', rank: 1 }],
+    payload: { experiment: 'b', nested: { x: 1 } },
   })
 })
 
@@ -75,17 +88,21 @@ t.test('a batch is all or nothing; loc names the bad event by index', async (t) 
   events[5] = { ...events[5]!, emitted_at_ms: -5 }
   const res = await post('/api/v1/telemetry/docs-search/batch', { events })
   t.equal(res.statusCode, 422)
-  t.same(res.json().errors.map((e: { code: string; details: { loc: unknown } }) => [e.code, e.details.loc]), [
-    ['TELEMETRY_009', ['body', 'events', 3, 'query_len']],
-    ['TELEMETRY_004', ['body', 'events', 5, 'emitted_at_ms']],
-  ])
+  t.same(
+    res.json().errors.map((e: { code: string; details: { loc: unknown } }) => [e.code, e.details.loc]),
+    [
+      ['TELEMETRY_009', ['body', 'events', 3, 'query_len']],
+      ['TELEMETRY_004', ['body', 'events', 5, 'emitted_at_ms']],
+    ],
+  )
   t.equal(await count(), before, 'nothing stored')
 })
 
 t.test('a batch holds 1..500 events', async (t) => {
   const event = { event: 'search_query', emitted_at_ms: 7 }
   t.equal((await post('/api/v1/telemetry/docs-search/batch', { events: Array(500).fill(event) })).json().accepted, 500)
-  const codes = async (body: unknown) => (await post('/api/v1/telemetry/docs-search/batch', body)).json().errors.map((e: { code: string }) => e.code)
+  const codes = async (body: unknown) =>
+    (await post('/api/v1/telemetry/docs-search/batch', body)).json().errors.map((e: { code: string }) => e.code)
   t.same(await codes({ events: [] }), ['TELEMETRY_023'])
   t.same(await codes({ events: Array(501).fill(event) }), ['TELEMETRY_023'])
   t.same(await codes({}), ['TELEMETRY_022'])
@@ -96,19 +113,35 @@ t.test('CORS: preflight and responses for the configured origin on ingest routes
   const preflight = await api.app.inject({
     method: 'OPTIONS',
     url: '/api/v1/telemetry/docs-search/batch',
-    headers: { origin: 'https://docs.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'x-api-key,content-type' },
+    headers: {
+      origin: 'https://docs.example.com',
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'x-api-key,content-type',
+    },
   })
   t.equal(preflight.statusCode, 204)
   t.equal(preflight.headers['access-control-allow-origin'], 'https://docs.example.com')
   t.match(String(preflight.headers['access-control-allow-headers']), /X-API-Key/)
   t.match(String(preflight.headers['access-control-allow-methods']), /POST/)
 
-  const actual = await post('/api/v1/telemetry/docs-search', { event: 'x', emitted_at_ms: 1 }, { origin: 'https://docs.example.com' })
+  const actual = await post(
+    '/api/v1/telemetry/docs-search',
+    { event: 'x', emitted_at_ms: 1 },
+    { origin: 'https://docs.example.com' },
+  )
   t.equal(actual.headers['access-control-allow-origin'], 'https://docs.example.com')
 
-  const stranger = await post('/api/v1/telemetry/docs-search', { event: 'x', emitted_at_ms: 1 }, { origin: 'https://evil.example.net' })
+  const stranger = await post(
+    '/api/v1/telemetry/docs-search',
+    { event: 'x', emitted_at_ms: 1 },
+    { origin: 'https://evil.example.net' },
+  )
   t.notOk(stranger.headers['access-control-allow-origin'])
-  const users = await api.app.inject({ method: 'OPTIONS', url: '/api/v1/user', headers: { origin: 'https://docs.example.com', 'access-control-request-method': 'POST' } })
+  const users = await api.app.inject({
+    method: 'OPTIONS',
+    url: '/api/v1/user',
+    headers: { origin: 'https://docs.example.com', 'access-control-request-method': 'POST' },
+  })
   t.equal(users.statusCode, 204, 'other routes answer OPTIONS with their Allow, not a CORS preflight')
   t.equal(users.headers.allow, 'POST, OPTIONS')
   t.notOk(users.headers['access-control-allow-origin'])
@@ -116,7 +149,15 @@ t.test('CORS: preflight and responses for the configured origin on ingest routes
 })
 
 t.test('telemetry routes need the API key', async (t) => {
-  const res = await api.request({ method: 'POST', url: '/api/v1/telemetry/docs-search', key: null, payload: { event: 'x', emitted_at_ms: 1 } })
+  const res = await api.request({
+    method: 'POST',
+    url: '/api/v1/telemetry/docs-search',
+    key: null,
+    payload: { event: 'x', emitted_at_ms: 1 },
+  })
   t.equal(res.statusCode, 401)
-  t.equal((await api.request({ method: 'GET', url: '/api/v1/telemetry/docs-search/metrics', key: null })).statusCode, 401)
+  t.equal(
+    (await api.request({ method: 'GET', url: '/api/v1/telemetry/docs-search/metrics', key: null })).statusCode,
+    401,
+  )
 })

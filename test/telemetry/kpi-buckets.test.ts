@@ -29,7 +29,11 @@ const event = fc.record({
   emitted_at_ms: at,
   query_id: fc.constantFrom('', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'),
   results_count: fc.constantFrom(0, 0, 1, 4),
-  time_to_success_ms: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 3000 }), fc.constantFrom(249, 250, 251, 119_999, 120_000, 500_000)),
+  time_to_success_ms: fc.oneof(
+    fc.constant(0),
+    fc.integer({ min: 1, max: 3000 }),
+    fc.constantFrom(249, 250, 251, 119_999, 120_000, 500_000),
+  ),
 })
 const batches = fc.array(fc.array(event, { minLength: 1, maxLength: 30 }), { minLength: 1, maxLength: 5 })
 
@@ -69,36 +73,44 @@ t.test('windows with whole hours and partial edges answer as the definitions ove
   t.equal(checked, 200, 'every generated case was compared')
 })
 
-t.test('a rebuild from the events leaves both rollups as the trigger kept them, batches sent one by one or at once', async (t) => {
-  const rollups = async () => ({
-    queries: await sql`select query_id, first_ms, last_ms, queries, zero_result_queries, has_click, first_success_ms
+t.test(
+  'a rebuild from the events leaves both rollups as the trigger kept them, batches sent one by one or at once',
+  async (t) => {
+    const rollups = async () => ({
+      queries: await sql`select query_id, first_ms, last_ms, queries, zero_result_queries, has_click, first_success_ms
                        from docs_search_queries order by query_id`,
-    // a bucket the trigger emptied (its queries moved to an earlier hour) is the same as none
-    buckets: await sql`select hour_ms, band, queries, zero_result_queries, clicked, successes from docs_search_kpi_buckets
+      // a bucket the trigger emptied (its queries moved to an earlier hour) is the same as none
+      buckets:
+        await sql`select hour_ms, band, queries, zero_result_queries, clicked, successes from docs_search_kpi_buckets
                        where queries <> 0 or zero_result_queries <> 0 or clicked <> 0 or successes <> 0 order by hour_ms, band`,
-  })
-  let checked = 0
-  await fc.assert(
-    fc.asyncProperty(batches, fc.boolean(), async (batches, concurrently) => {
-      await ingest(batches, concurrently)
-      const kept = await rollups()
-      await sql`select docs_search_rollups_rebuild()`
-      t.same(await rollups(), kept)
-      checked++
-    }),
-    { seed: Number(process.env.FC_SEED ?? 20261123), numRuns: 40 },
-  )
-  t.equal(checked, 40, 'every generated case was compared')
-})
+    })
+    let checked = 0
+    await fc.assert(
+      fc.asyncProperty(batches, fc.boolean(), async (batches, concurrently) => {
+        await ingest(batches, concurrently)
+        const kept = await rollups()
+        await sql`select docs_search_rollups_rebuild()`
+        t.same(await rollups(), kept)
+        checked++
+      }),
+      { seed: Number(process.env.FC_SEED ?? 20261123), numRuns: 40 },
+    )
+    t.equal(checked, 40, 'every generated case was compared')
+  },
+)
 
-t.test('the band of a first success: 250 ms wide, the last from 120 s on, null for none, inlined by the planner', async (t) => {
-  const [bands] = await sql`select docs_search_band(null) as none, docs_search_band(0) as b0, docs_search_band(249) as b249,
+t.test(
+  'the band of a first success: 250 ms wide, the last from 120 s on, null for none, inlined by the planner',
+  async (t) => {
+    const [bands] =
+      await sql`select docs_search_band(null) as none, docs_search_band(0) as b0, docs_search_band(249) as b249,
                                    docs_search_band(250) as b250, docs_search_band(119999) as b119999,
                                    docs_search_band(120000) as b120000, docs_search_band(2147483647) as bmax`
-  t.same(bands, { none: null, b0: 0, b249: 0, b250: 1, b119999: 479, b120000: 480, bmax: 480 })
-  // Called as a function (not inlined), it was most of a small window's KPI query time.
-  const plan = await sql`explain (verbose) select docs_search_band(x) from (values (1), (null::int)) v(x)`
-  const text = plan.map((row) => row['QUERY PLAN']).join('\n')
-  t.notMatch(text, /docs_search_band\(/, 'the planner inlines the expression')
-  t.match(text, /LEAST/)
-})
+    t.same(bands, { none: null, b0: 0, b249: 0, b250: 1, b119999: 479, b120000: 480, bmax: 480 })
+    // Called as a function (not inlined), it was most of a small window's KPI query time.
+    const plan = await sql`explain (verbose) select docs_search_band(x) from (values (1), (null::int)) v(x)`
+    const text = plan.map((row) => row['QUERY PLAN']).join('\n')
+    t.notMatch(text, /docs_search_band\(/, 'the planner inlines the expression')
+    t.match(text, /LEAST/)
+  },
+)

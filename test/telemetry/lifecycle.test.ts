@@ -23,12 +23,15 @@ const ingest = async (events: object[]) => {
   if (res.statusCode !== 202) throw new Error(`ingest answered ${res.statusCode}`)
 }
 const partitionOf = async (queryId: string) =>
-  (await sql`select tableoid::regclass::text as p from docs_search_events where query_id = ${queryId}`).map((r) => r.p as string)
-const partitions = async () =>
-  (await sql`select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'docs_search_events'::regclass order by 1`).map(
-    (r) => r.relname as string,
+  (await sql`select tableoid::regclass::text as p from docs_search_events where query_id = ${queryId}`).map(
+    (r) => r.p as string,
   )
-const kpis = async (windowMinutes: number) => (await api.get(`/api/v1/telemetry/docs-search/metrics?window_minutes=${windowMinutes}`)).json()
+const partitions = async () =>
+  (
+    await sql`select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'docs_search_events'::regclass order by 1`
+  ).map((r) => r.relname as string)
+const kpis = async (windowMinutes: number) =>
+  (await api.get(`/api/v1/telemetry/docs-search/metrics?window_minutes=${windowMinutes}`)).json()
 
 /** Runs the lifecycle as the hourly timer would have, one day after the other up to `to`. */
 const liveDays = async (from: number, to: number) => {
@@ -45,7 +48,8 @@ t.test('at start the service has created the partitions of yesterday, today and 
   t.notOk(names.includes(partitionName(today + 3 * DAY)), 'not further ahead')
   t.notOk(names.includes(partitionName(today - 2 * DAY)), 'nor further back')
   t.ok(names.includes('docs_search_events_default'))
-  const [session] = await sql`select count(*)::int as n from pg_indexes where indexname = ${`${partitionName(today)}_session`}`
+  const [session] =
+    await sql`select count(*)::int as n from pg_indexes where indexname = ${`${partitionName(today)}_session`}`
   t.equal(session!.n, 1, 'each partition has its session index')
 })
 
@@ -81,9 +85,21 @@ t.test('retention drops the days older than the limit and no KPI over the kept w
   for (let h = 0; h < 12 * 24; h += 1) {
     const at = NOW - h * HOUR - 7 * 60_000
     const q = `q${h}`
-    events.push({ event: 'search_query', emitted_at_ms: at, query_id: q, results_count: h % 3, session_id: `s${h % 5}` })
-    events.push({ event: 'search_result_click', emitted_at_ms: at + 50 * 60_000, query_id: q, time_to_success_ms: 250 * (h % 40) + 1 })
-    if (h % 4 === 0) events.push({ event: 'search_query', emitted_at_ms: at + 10 * 60_000, query_id: '', results_count: 0 })
+    events.push({
+      event: 'search_query',
+      emitted_at_ms: at,
+      query_id: q,
+      results_count: h % 3,
+      session_id: `s${h % 5}`,
+    })
+    events.push({
+      event: 'search_result_click',
+      emitted_at_ms: at + 50 * 60_000,
+      query_id: q,
+      time_to_success_ms: 250 * (h % 40) + 1,
+    })
+    if (h % 4 === 0)
+      events.push({ event: 'search_query', emitted_at_ms: at + 10 * 60_000, query_id: '', results_count: 0 })
   }
   for (let i = 0; i < events.length; i += 500) await ingest(events.slice(i, i + 500))
   const windows = [1, 60, 61, 1440, 10080]
@@ -101,7 +117,11 @@ t.test('retention drops the days older than the limit and no KPI over the kept w
   t.ok(older > 0 && kept > 0)
   const [placed] = await sql`select (select count(*) from docs_search_events_default)::int as in_default,
                                      (select count(*) from docs_search_events where emitted_at_ms < ${today - 8 * DAY})::int as before_partitions`
-  t.equal(placed!.in_default, placed!.before_partitions, 'events before the oldest partition are in the DEFAULT one, the rest in daily partitions')
+  t.equal(
+    placed!.in_default,
+    placed!.before_partitions,
+    'events before the oldest partition are in the DEFAULT one, the rest in daily partitions',
+  )
   const figures = { ...api.app.telemetryLifecycle.figures }
 
   t.ok(await api.app.telemetryLifecycle.run())
@@ -117,7 +137,8 @@ t.test('retention drops the days older than the limit and no KPI over the kept w
   t.equal(api.app.telemetryLifecycle.figures.oldestEventMs, Number(left!.oldest), `oldest kept ${left!.oldest}`)
 
   const horizon = after - 7 * DAY
-  const [unreachable] = await sql`select (select count(*) from docs_search_queries where last_ms <= ${horizon})::int as queries,
+  const [unreachable] =
+    await sql`select (select count(*) from docs_search_queries where last_ms <= ${horizon})::int as queries,
                                          (select count(*) from docs_search_kpi_buckets where hour_ms <= ${horizon})::int as buckets`
   t.same(unreachable, { queries: 0, buckets: 0 }, 'rollup rows and buckets no window reaches are gone')
 
@@ -179,7 +200,10 @@ t.test('/metrics shows the retention figures', async (t) => {
 })
 
 t.test('TELEMETRY_RETENTION_DAYS below the longest KPI window stops the start with one line', async (t) => {
-  t.throws(() => loadConfig({ TELEMETRY_RETENTION_DAYS: '6' }), new ConfigError('TELEMETRY_RETENTION_DAYS must be at least 7 (the longest KPI window), got "6"'))
+  t.throws(
+    () => loadConfig({ TELEMETRY_RETENTION_DAYS: '6' }),
+    new ConfigError('TELEMETRY_RETENTION_DAYS must be at least 7 (the longest KPI window), got "6"'),
+  )
   t.throws(() => loadConfig({ TELEMETRY_RETENTION_DAYS: 'x' }), /TELEMETRY_RETENTION_DAYS must be an integer/)
   t.equal(loadConfig({}).telemetryRetentionDays, 30)
   t.equal(loadConfig({ TELEMETRY_RETENTION_DAYS: '7' }).telemetryRetentionDays, 7)

@@ -27,22 +27,40 @@ t.test('no events: zero counts, zero rates, null percentiles', async (t) => {
 })
 
 t.test('every KPI over a window with known answers', async (t) => {
-  const q = (query_id: string, at: number, results_count: number, extra = {}) => ({ event: 'search_query', emitted_at_ms: at, query_id, results_count, ...extra })
-  const click = (query_id: string, at: number, time_to_success_ms = 0) => ({ event: 'search_result_click', emitted_at_ms: at, query_id, result_rank: 1, time_to_success_ms })
+  const q = (query_id: string, at: number, results_count: number, extra = {}) => ({
+    event: 'search_query',
+    emitted_at_ms: at,
+    query_id,
+    results_count,
+    ...extra,
+  })
+  const click = (query_id: string, at: number, time_to_success_ms = 0) => ({
+    event: 'search_result_click',
+    emitted_at_ms: at,
+    query_id,
+    result_rank: 1,
+    time_to_success_ms,
+  })
   const events = [
     // In the 60-minute window:
-    q('q1', NOW - 10 * min, 5), click('q1', NOW - 9 * min, 4000), click('q1', NOW - 8 * min, 1500), // q1 clicked; first success 1500
+    q('q1', NOW - 10 * min, 5),
+    click('q1', NOW - 9 * min, 4000),
+    click('q1', NOW - 8 * min, 1500), // q1 clicked; first success 1500
     q('q2', NOW - 20 * min, 0), // zero results, no click
-    q('q3', NOW - 30 * min, 3), click('q3', NOW - 29 * min, 0), // clicked, no success time
-    q('q4', NOW - 40 * min, 0), { event: 'search_success', emitted_at_ms: NOW - 39 * min, query_id: 'q4', time_to_success_ms: 9000 }, // success 9000
-    q('', NOW - 50 * min, 2), click('', NOW - 49 * min, 700), // empty query id: counted as a query, never as a click or success
+    q('q3', NOW - 30 * min, 3),
+    click('q3', NOW - 29 * min, 0), // clicked, no success time
+    q('q4', NOW - 40 * min, 0),
+    { event: 'search_success', emitted_at_ms: NOW - 39 * min, query_id: 'q4', time_to_success_ms: 9000 }, // success 9000
+    q('', NOW - 50 * min, 2),
+    click('', NOW - 49 * min, 700), // empty query id: counted as a query, never as a click or success
     q('q5', NOW, 8, { time_to_success_ms: 300 }), // exactly at now: inside; success 300
     click('q6', NOW - 5 * min, 200), // click for a query whose search_query is outside the window: success 200, not a click
     // Outside the window:
     q('q6', NOW - 61 * min, 1),
     q('q7', NOW - 60 * min, 0), // exactly now - 60 min: outside (the window is open at its start)
     click('q2', NOW + 1, 100), // in the future: outside
-    q('q8', NOW - 70 * min, 0, { time_to_success_ms: 50 }), click('q8', NOW + 2, 60), // events on both sides of the window, none inside
+    q('q8', NOW - 70 * min, 0, { time_to_success_ms: 50 }),
+    click('q8', NOW + 2, 60), // events on both sides of the window, none inside
     { event: 'search_query', emitted_at_ms: NOW - 2 * 24 * 60 * min, query_id: 'old', results_count: 0 },
   ]
   const ingest = await api.request({ method: 'POST', url: '/api/v1/telemetry/docs-search/batch', payload: { events } })
@@ -101,7 +119,11 @@ t.test('for any events, in any batches, every window answers as the definitions 
     fc.asyncProperty(batches, async (batches) => {
       await sql`truncate docs_search_events, docs_search_queries`
       for (const events of batches) {
-        const res = await api.request({ method: 'POST', url: '/api/v1/telemetry/docs-search/batch', payload: { events } })
+        const res = await api.request({
+          method: 'POST',
+          url: '/api/v1/telemetry/docs-search/batch',
+          payload: { events },
+        })
         if (res.statusCode !== 202) throw new Error(`ingest answered ${res.statusCode}`)
       }
       for (const windowMinutes of [1, 2, 60, 120]) {

@@ -26,7 +26,8 @@ t.test('the previous release ingests and reads KPIs before, during and after 001
   const earlier = await mkdtemp(path.join(os.tmpdir(), 'migrations-'))
   t.teardown(() => rm(earlier, { recursive: true, force: true }))
   const all = path.join(projectRoot, 'db/migrations')
-  for (const file of (await readdir(all)).filter((f) => f.endsWith('.sql') && f < '0011')) await copyFile(path.join(all, file), path.join(earlier, file))
+  for (const file of (await readdir(all)).filter((f) => f.endsWith('.sql') && f < '0011'))
+    await copyFile(path.join(all, file), path.join(earlier, file))
   await migrate(db.sql, earlier)
 
   // The old replica: its own pool, prepared statements. The INSERT and the KPI query of this
@@ -49,7 +50,16 @@ t.test('the previous release ingests and reads KPIs before, during and after 001
   }
   await append(batch(400, 9 * DAY, 'before'))
   // A client with its clock ahead: dated after tomorrow, it leaves the old table in 0011.
-  await append([{ event: 'search_query', emitted_at_ms: now + 3 * DAY, query_id: 'ahead', session_id: 'ahead', results_count: 0, time_to_success_ms: 0 }])
+  await append([
+    {
+      event: 'search_query',
+      emitted_at_ms: now + 3 * DAY,
+      query_id: 'ahead',
+      session_id: 'ahead',
+      results_count: 0,
+      time_to_success_ms: 0,
+    },
+  ])
   const kpisBefore = await old.metrics(now - 7 * DAY, now)
 
   // While the migration runs, the old replica keeps ingesting and reading.
@@ -74,13 +84,18 @@ t.test('the previous release ingests and reads KPIs before, during and after 001
   await append(batch(100, DAY, 'after'))
   const [stored] = await db.sql`select count(*)::int as n from docs_search_events`
   t.equal(stored!.n, sent, 'every event the old replica sent is stored')
-  const [places] = await db.sql`select count(*) filter (where tableoid = 'docs_search_events_legacy'::regclass)::int as legacy,
+  const [places] =
+    await db.sql`select count(*) filter (where tableoid = 'docs_search_events_legacy'::regclass)::int as legacy,
                                        count(*) filter (where query_id = 'ahead' and tableoid = 'docs_search_events_default'::regclass)::int as ahead
                                 from docs_search_events`
   t.ok(places!.legacy >= 400, 'the stored events stayed in the old table, now a partition')
   t.equal(places!.ahead, 1, 'the event dated after tomorrow moved out of it')
 
-  for (const [from, to] of [[now - 7 * DAY, now], [now - DAY, now], [now - 60 * 60_000, now]] as const) {
+  for (const [from, to] of [
+    [now - 7 * DAY, now],
+    [now - DAY, now],
+    [now - 60 * 60_000, now],
+  ] as const) {
     const [expected] = await db.sql.unsafe(REFERENCE_KPIS, [from, to])
     const { zero_result_rate, query_ctr, ...counts } = await old.metrics(from, to)
     t.same(counts, expected, `old KPI query, window of ${(to - from) / 60_000} min, as the definitions`)
@@ -88,13 +103,27 @@ t.test('the previous release ingests and reads KPIs before, during and after 001
   t.not(kpisBefore.total_queries, 0)
 
   // The new release starts: partitions ahead, the old table's session index, erasure over it.
-  const app = await buildApp({ config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }), sql: db.sql, logger: false })
+  const app = await buildApp({
+    config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }),
+    sql: db.sql,
+    logger: false,
+  })
   t.teardown(() => app.close())
-  const [index] = await db.sql`select count(*)::int as n from pg_indexes where indexname = 'docs_search_events_legacy_session'`
+  const [index] =
+    await db.sql`select count(*)::int as n from pg_indexes where indexname = 'docs_search_events_legacy_session'`
   t.equal(index!.n, 1, 'the old table got its session index (built concurrently)')
-  const erased = await app.inject({ method: 'DELETE', url: '/api/v1/telemetry/docs-search/sessions/before-s1', headers: { 'x-api-key': 'k' } })
+  const erased = await app.inject({
+    method: 'DELETE',
+    url: '/api/v1/telemetry/docs-search/sessions/before-s1',
+    headers: { 'x-api-key': 'k' },
+  })
   t.same(erased.json(), { session_id: 'before-s1', erased_events: 100 })
   await append(batch(10, DAY, 'newest'))
-  const ingest = await app.inject({ method: 'POST', url: '/api/v1/telemetry/docs-search/batch', headers: { 'x-api-key': 'k' }, payload: { events: batch(10, DAY, 'new') } })
+  const ingest = await app.inject({
+    method: 'POST',
+    url: '/api/v1/telemetry/docs-search/batch',
+    headers: { 'x-api-key': 'k' },
+    payload: { events: batch(10, DAY, 'new') },
+  })
   t.equal(ingest.statusCode, 202, 'old and new replicas ingest side by side')
 })

@@ -61,117 +61,147 @@ async function otlpSink(t: Test): Promise<{ url: string; spans: Span[]; paths: s
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex')
 
-t.test('a write traced from its traceparent: server span, idempotency read, transaction; no secret or value', async (t) => {
-  const sink = await otlpSink(t)
-  const db = await createTestDatabase(t)
-  const redis = await startPrivateRedis(t)
-  const apiKey = `secret-${hex(12)}`
-  const server = await startServer(t, {
-    DATABASE_URL: db.url,
-    REDIS_URL: redis.url,
-    API_KEYS: apiKey,
-    LOG_LEVEL: 'info',
-    OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
-    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-    OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
-    OTEL_TRACES_SAMPLER_ARG: '1',
-    OTEL_BSP_SCHEDULE_DELAY: '100',
-    // A loaded CI machine can stall past the 50 ms default; the fallback has its own tests.
-    REDIS_COMMAND_TIMEOUT_MS: '1000',
-  })
-  // Decisions go to Redis once the store has connected: a request no longer counts a fallback.
-  const fallbacks = async () => {
-    const line = (await (await fetch(`${server.base}/metrics`)).text()).split('\n').find((l) => l.startsWith('rate_limit_store_fallback_total'))
-    return line ? Number(line.split(' ')[1]) : 0
-  }
-  for (let i = 0; i < 60; i++) {
-    const before = await fallbacks()
-    await fetch(`${server.base}/api/v1/user/${randomUUID()}/nobody`, { headers: { 'x-api-key': apiKey } })
-    if ((await fallbacks()) === before) break
-    await sleep(250)
-  }
+t.test(
+  'a write traced from its traceparent: server span, idempotency read, transaction; no secret or value',
+  async (t) => {
+    const sink = await otlpSink(t)
+    const db = await createTestDatabase(t)
+    const redis = await startPrivateRedis(t)
+    const apiKey = `secret-${hex(12)}`
+    const server = await startServer(t, {
+      DATABASE_URL: db.url,
+      REDIS_URL: redis.url,
+      API_KEYS: apiKey,
+      LOG_LEVEL: 'info',
+      OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '1',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      // A loaded CI machine can stall past the 50 ms default; the fallback has its own tests.
+      REDIS_COMMAND_TIMEOUT_MS: '1000',
+    })
+    // Decisions go to Redis once the store has connected: a request no longer counts a fallback.
+    const fallbacks = async () => {
+      const line = (await (await fetch(`${server.base}/metrics`)).text())
+        .split('\n')
+        .find((l) => l.startsWith('rate_limit_store_fallback_total'))
+      return line ? Number(line.split(' ')[1]) : 0
+    }
+    for (let i = 0; i < 60; i++) {
+      const before = await fallbacks()
+      await fetch(`${server.base}/api/v1/user/${randomUUID()}/nobody`, { headers: { 'x-api-key': apiKey } })
+      if ((await fallbacks()) === before) break
+      await sleep(250)
+    }
 
-  const user = { system_user_id: `u-${hex(6)}`, system_uuid: randomUUID(), full_name: `Name ${hex(6)}` }
-  const idempotencyKey = `idem-${hex(8)}`
-  const traceId = hex(16)
-  const parentId = hex(8)
-  const headers = { 'x-api-key': apiKey, 'content-type': 'application/json', 'idempotency-key': idempotencyKey }
-  const created = await fetch(`${server.base}/api/v1/user`, {
-    method: 'POST',
-    headers: { ...headers, traceparent: `00-${traceId}-${parentId}-01` },
-    body: JSON.stringify(user),
-  })
-  t.equal(created.status, 201, await created.text())
+    const user = { system_user_id: `u-${hex(6)}`, system_uuid: randomUUID(), full_name: `Name ${hex(6)}` }
+    const idempotencyKey = `idem-${hex(8)}`
+    const traceId = hex(16)
+    const parentId = hex(8)
+    const headers = { 'x-api-key': apiKey, 'content-type': 'application/json', 'idempotency-key': idempotencyKey }
+    const created = await fetch(`${server.base}/api/v1/user`, {
+      method: 'POST',
+      headers: { ...headers, traceparent: `00-${traceId}-${parentId}-01` },
+      body: JSON.stringify(user),
+    })
+    t.equal(created.status, 201, await created.text())
 
-  // A caller that did not sample: its decision is honoured (parent-based), nothing is exported.
-  const unsampledTrace = hex(16)
-  const read = await fetch(`${server.base}/api/v1/user/${user.system_uuid}/${user.system_user_id}`, {
-    headers: { 'x-api-key': apiKey, traceparent: `00-${unsampledTrace}-${hex(8)}-00` },
-  })
-  t.equal(read.status, 200)
-  // A root request: sampled at ratio 1.
-  const rootRead = await fetch(`${server.base}/api/v1/user/${user.system_uuid}/${user.system_user_id}`, { headers: { 'x-api-key': apiKey } })
-  t.equal(rootRead.status, 200)
-  for (const path of ['/live', '/ready', '/metrics']) t.equal((await fetch(`${server.base}${path}`)).status, 200, path)
+    // A caller that did not sample: its decision is honoured (parent-based), nothing is exported.
+    const unsampledTrace = hex(16)
+    const read = await fetch(`${server.base}/api/v1/user/${user.system_uuid}/${user.system_user_id}`, {
+      headers: { 'x-api-key': apiKey, traceparent: `00-${unsampledTrace}-${hex(8)}-00` },
+    })
+    t.equal(read.status, 200)
+    // A root request: sampled at ratio 1.
+    const rootRead = await fetch(`${server.base}/api/v1/user/${user.system_uuid}/${user.system_user_id}`, {
+      headers: { 'x-api-key': apiKey },
+    })
+    t.equal(rootRead.status, 200)
+    for (const path of ['/live', '/ready', '/metrics'])
+      t.equal((await fetch(`${server.base}${path}`)).status, 200, path)
 
-  const ofTrace = (id: string) => sink.spans.filter((s) => s.traceId === id)
-  for (let i = 0; i < 100 && !ofTrace(traceId).some((s) => s.kind === 2); i++) await sleep(100)
-  await sleep(500) // the batch that holds the rest, if any
-  const spans = ofTrace(traceId)
-  t.ok(spans.length > 0, 'spans of the write arrived over OTLP/HTTP JSON')
-  t.ok(sink.paths.every((p) => p === 'application/json /v1/traces'), `only traces, as JSON: ${[...new Set(sink.paths)].join(', ')}`)
+    const ofTrace = (id: string) => sink.spans.filter((s) => s.traceId === id)
+    for (let i = 0; i < 100 && !ofTrace(traceId).some((s) => s.kind === 2); i++) await sleep(100)
+    await sleep(500) // the batch that holds the rest, if any
+    const spans = ofTrace(traceId)
+    t.ok(spans.length > 0, 'spans of the write arrived over OTLP/HTTP JSON')
+    t.ok(
+      sink.paths.every((p) => p === 'application/json /v1/traces'),
+      `only traces, as JSON: ${[...new Set(sink.paths)].join(', ')}`,
+    )
 
-  t.comment(`spans of the write: ${spans.map((s) => s.name).join(' | ')}`)
-  const serverSpan = spans.find((s) => s.kind === 2)!
-  t.ok(serverSpan, 'a SERVER span')
-  t.equal(serverSpan.name, 'POST /api/v1/user', 'named by method and route template')
-  t.equal(serverSpan.parentSpanId, parentId, 'continues the caller’s traceparent')
-  t.equal(serverSpan.attributes['http.response.status_code'], 201)
+    t.comment(`spans of the write: ${spans.map((s) => s.name).join(' | ')}`)
+    const serverSpan = spans.find((s) => s.kind === 2)!
+    t.ok(serverSpan, 'a SERVER span')
+    t.equal(serverSpan.name, 'POST /api/v1/user', 'named by method and route template')
+    t.equal(serverSpan.parentSpanId, parentId, 'continues the caller’s traceparent')
+    t.equal(serverSpan.attributes['http.response.status_code'], 201)
 
-  const byId = new Map(spans.map((s) => [s.spanId, s]))
-  const under = (s: Span): boolean => {
-    for (let p = byId.get(s.parentSpanId ?? ''); p; p = byId.get(p.parentSpanId ?? '')) if (p === serverSpan) return true
-    return false
-  }
-  const sqlSpans = spans.filter((s) => s.attributes['db.system.name'] === 'postgresql').sort((a, b) => (BigInt(a.startTimeUnixNano) < BigInt(b.startTimeUnixNano) ? -1 : 1))
-  t.ok(sqlSpans.length > 0 && sqlSpans.every(under), 'every statement is a descendant of the server span')
-  t.ok(sqlSpans.every((s) => s.kind === 3), 'statements are CLIENT spans')
-  const names = sqlSpans.map((s) => s.name)
-  t.comment(`statements: ${names.join(' | ')}`)
-  const firstRead = names.findIndex((n) => n.startsWith('SELECT') && sqlSpans[names.indexOf(n)]!.attributes['db.query.text']?.toString().includes('idempotency_records'))
-  const transaction = sqlSpans.find((s) => s.name === 'TRANSACTION')
-  t.ok(firstRead !== -1, 'the idempotency read')
-  t.ok(transaction && names.indexOf('TRANSACTION') > firstRead, 'then the transaction')
-  const inTransaction = sqlSpans.filter((s) => s.parentSpanId === transaction?.spanId).map((s) => s.name)
-  t.ok(inTransaction.includes('INSERT users'), 'the user INSERT inside the transaction')
-  t.equal(inTransaction.at(-1), 'INSERT idempotency_records', 'the stored answer last inside the transaction')
+    const byId = new Map(spans.map((s) => [s.spanId, s]))
+    const under = (s: Span): boolean => {
+      for (let p = byId.get(s.parentSpanId ?? ''); p; p = byId.get(p.parentSpanId ?? ''))
+        if (p === serverSpan) return true
+      return false
+    }
+    const sqlSpans = spans
+      .filter((s) => s.attributes['db.system.name'] === 'postgresql')
+      .sort((a, b) => (BigInt(a.startTimeUnixNano) < BigInt(b.startTimeUnixNano) ? -1 : 1))
+    t.ok(sqlSpans.length > 0 && sqlSpans.every(under), 'every statement is a descendant of the server span')
+    t.ok(
+      sqlSpans.every((s) => s.kind === 3),
+      'statements are CLIENT spans',
+    )
+    const names = sqlSpans.map((s) => s.name)
+    t.comment(`statements: ${names.join(' | ')}`)
+    const firstRead = names.findIndex(
+      (n) =>
+        n.startsWith('SELECT') &&
+        sqlSpans[names.indexOf(n)]!.attributes['db.query.text']?.toString().includes('idempotency_records'),
+    )
+    const transaction = sqlSpans.find((s) => s.name === 'TRANSACTION')
+    t.ok(firstRead !== -1, 'the idempotency read')
+    t.ok(transaction && names.indexOf('TRANSACTION') > firstRead, 'then the transaction')
+    const inTransaction = sqlSpans.filter((s) => s.parentSpanId === transaction?.spanId).map((s) => s.name)
+    t.ok(inTransaction.includes('INSERT users'), 'the user INSERT inside the transaction')
+    t.equal(inTransaction.at(-1), 'INSERT idempotency_records', 'the stored answer last inside the transaction')
 
-  const decision = spans.find((s) => s.name === 'ratelimit decide')
-  t.ok(decision && under(decision), 'the rate-limit decision is a child span')
-  t.equal(decision?.attributes['db.system.name'], 'redis')
-  t.equal(decision?.attributes['ratelimit.shared'], true, 'decided in Redis')
+    const decision = spans.find((s) => s.name === 'ratelimit decide')
+    t.ok(decision && under(decision), 'the rate-limit decision is a child span')
+    t.equal(decision?.attributes['db.system.name'], 'redis')
+    t.equal(decision?.attributes['ratelimit.shared'], true, 'decided in Redis')
 
-  // Nothing the caller sent, and no secret, in any attribute of any span exported.
-  const secrets = [apiKey, idempotencyKey, user.system_user_id, user.system_uuid, user.full_name]
-  const leaks = sink.spans.flatMap((s) =>
-    Object.entries(s.attributes).filter(([, v]) => secrets.some((x) => String(v).includes(x))).map(([k, v]) => `${s.name} ${k}=${v}`),
-  )
-  t.same(leaks, [], 'no attribute holds the API key, the Idempotency-Key or a request value')
-  t.notOk(JSON.stringify(sink.spans).includes(apiKey), 'the API key appears nowhere in the export')
+    // Nothing the caller sent, and no secret, in any attribute of any span exported.
+    const secrets = [apiKey, idempotencyKey, user.system_user_id, user.system_uuid, user.full_name]
+    const leaks = sink.spans.flatMap((s) =>
+      Object.entries(s.attributes)
+        .filter(([, v]) => secrets.some((x) => String(v).includes(x)))
+        .map(([k, v]) => `${s.name} ${k}=${v}`),
+    )
+    t.same(leaks, [], 'no attribute holds the API key, the Idempotency-Key or a request value')
+    t.notOk(JSON.stringify(sink.spans).includes(apiKey), 'the API key appears nowhere in the export')
 
-  t.same(ofTrace(unsampledTrace), [], 'an unsampled parent is honoured: nothing exported')
-  const routes = sink.spans.filter((s) => s.kind === 2).map((s) => s.name)
-  t.ok(routes.includes('GET /api/v1/user/{system_uuid}/{system_user_id}'), 'a root request is sampled at ratio 1')
-  t.notOk(routes.some((r) => /live|ready|metrics/.test(r)), `probes and metrics are not traced: ${routes.join(', ')}`)
+    t.same(ofTrace(unsampledTrace), [], 'an unsampled parent is honoured: nothing exported')
+    const routes = sink.spans.filter((s) => s.kind === 2).map((s) => s.name)
+    t.ok(routes.includes('GET /api/v1/user/{system_uuid}/{system_user_id}'), 'a root request is sampled at ratio 1')
+    t.notOk(
+      routes.some((r) => /live|ready|metrics/.test(r)),
+      `probes and metrics are not traced: ${routes.join(', ')}`,
+    )
 
-  // The write's log line carries its trace and server span.
-  const lines = server.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l))
-  const done = lines.find((l) => l.msg === 'request completed' && l.status === 201)
-  t.equal(done?.trace_id, traceId, 'the log line names the trace')
-  t.equal(done?.span_id, serverSpan.spanId, 'and the server span')
-  const unsampledLine = lines.find((l) => l.msg === 'request completed' && l.status === 200 && !l.trace_id)
-  t.ok(unsampledLine, 'an unsampled request logs no trace id')
-})
+    // The write's log line carries its trace and server span.
+    const lines = server
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l))
+    const done = lines.find((l) => l.msg === 'request completed' && l.status === 201)
+    t.equal(done?.trace_id, traceId, 'the log line names the trace')
+    t.equal(done?.span_id, serverSpan.spanId, 'and the server span')
+    const unsampledLine = lines.find((l) => l.msg === 'request completed' && l.status === 200 && !l.trace_id)
+    t.ok(unsampledLine, 'an unsampled request logs no trace id')
+  },
+)
 
 t.test('without OTEL_* variables nothing of OpenTelemetry is loaded', async (t) => {
   const { tracingRequested } = await import('../../src/tracing/index.js')
@@ -189,7 +219,9 @@ t.test('without OTEL_* variables nothing of OpenTelemetry is loaded', async (t) 
   const app = await buildApp({ config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent' }), sql: db.sql, logger: false })
   t.teardown(() => app.close())
   t.equal(app.tracing, null)
-  const loaded = Object.keys((await import('node:module')).createRequire(import.meta.url).cache ?? {}).filter((m) => /@opentelemetry\/(sdk|exporter|instrumentation|context)|@fastify\/otel/.test(m))
+  const loaded = Object.keys((await import('node:module')).createRequire(import.meta.url).cache ?? {}).filter((m) =>
+    /@opentelemetry\/(sdk|exporter|instrumentation|context)|@fastify\/otel/.test(m),
+  )
   // (prom-client loads @opentelemetry/api itself, for exemplars; the SDK is what costs.)
   t.same(loaded, [], 'no OpenTelemetry SDK, exporter or instrumentation module is loaded')
   t.notOk(app.printPlugins().includes('otel'), 'no OpenTelemetry plugin registered')

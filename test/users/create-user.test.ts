@@ -71,7 +71,10 @@ t.test('10 concurrent identical creates make one user and ten equal answers', as
   const body = newUser()
   const key = newKey()
   const answers = await Promise.all(Array.from({ length: 10 }, () => api.post('/api/v1/user', body, key)))
-  t.same(answers.map((a) => a.statusCode), Array(10).fill(201))
+  t.same(
+    answers.map((a) => a.statusCode),
+    Array(10).fill(201),
+  )
   t.equal(new Set(answers.map((a) => a.body)).size, 1)
   t.equal(answers.filter((a) => a.headers['idempotent-replayed'] === 'true').length, 9)
   const [row] = await api.db.sql`select count(*)::int as n from users where system_user_id = ${body.system_user_id}`

@@ -60,7 +60,12 @@ t.test('moving onto a key another user holds is 409 USER_409 and changes nothing
   const b = await createUser({ system_user_id: a.body.system_user_id })
   const res = await api.put(b.url, { full_name: 'Clash', timezone: 'UTC', system_uuid: a.body.system_uuid })
   t.equal(res.statusCode, 409)
-  t.same(res.json(), { code: 'USER_409', key: 'USER_SYSTEM_KEY_CONFLICT', message: 'Another user already holds this system_user_id and system_uuid.', source: 'business' })
+  t.same(res.json(), {
+    code: 'USER_409',
+    key: 'USER_SYSTEM_KEY_CONFLICT',
+    message: 'Another user already holds this system_user_id and system_uuid.',
+    source: 'business',
+  })
   t.equal((await api.get(b.url)).json().full_name, 'Grace Hopper')
   const patch = await api.patch(b.url, { system_uuid: a.body.system_uuid })
   t.equal(patch.statusCode, 409)
@@ -69,7 +74,11 @@ t.test('moving onto a key another user holds is 409 USER_409 and changes nothing
 
 t.test('PUT, PATCH and GET on an unknown key are 404 USER_404', async (t) => {
   const url = `/api/v1/user/${randomUUID()}/ghost`
-  for (const res of [await api.get(url), await api.put(url, { full_name: 'X', timezone: 'UTC' }), await api.patch(url, { full_name: 'X' })]) {
+  for (const res of [
+    await api.get(url),
+    await api.put(url, { full_name: 'X', timezone: 'UTC' }),
+    await api.patch(url, { full_name: 'X' }),
+  ]) {
     t.equal(res.statusCode, 404)
     t.match(res.json(), { code: 'USER_404', key: 'USER_NOT_FOUND', source: 'business' })
   }
@@ -81,14 +90,24 @@ t.test('PATCH applies only present fields and null clears nullable ones', async 
   t.equal(res.statusCode, 200)
   t.match(res.json(), { ...user, username: null, timezone: 'Asia/Tokyo', updated_at: String })
   const again = await api.patch(url, { invalidation_reason_uuid: null, is_row_invalid: 0 })
-  t.match(again.json(), { invalidation_reason_uuid: null, is_row_invalid: 0, full_name: 'Grace Hopper', timezone: 'Asia/Tokyo' })
+  t.match(again.json(), {
+    invalidation_reason_uuid: null,
+    is_row_invalid: 0,
+    full_name: 'Grace Hopper',
+    timezone: 'Asia/Tokyo',
+  })
 })
 
 t.test('PATCH null on a non-nullable field counts as not sent', async (t) => {
   const { url } = await createUser()
   const empty = await api.patch(url, { full_name: null })
   t.equal(empty.statusCode, 400)
-  t.same(empty.json(), { code: 'USER_102', key: 'USER_PATCH_BODY_EMPTY', message: 'The patch contains no field to apply.', source: 'business' })
+  t.same(empty.json(), {
+    code: 'USER_102',
+    key: 'USER_PATCH_BODY_EMPTY',
+    message: 'The patch contains no field to apply.',
+    source: 'business',
+  })
   t.equal((await api.patch(url, {})).json().code, 'USER_102')
   const mixed = await api.patch(url, { full_name: null, timezone: null, is_row_invalid: null, username: 'g' })
   t.match(mixed.json(), { full_name: 'Grace Hopper', timezone: 'America/New_York', is_row_invalid: 1, username: 'g' })
@@ -119,7 +138,8 @@ t.test('expired idempotency records are ignored, taken over and purged', async (
   const { url } = await createUser()
   const key = newKey()
   t.equal((await api.patch(url, { username: 'first' }, key)).statusCode, 200)
-  await api.db.sql`update idempotency_records set expires_at = now() - interval '1 second' where idempotency_key = ${key}`
+  await api.db
+    .sql`update idempotency_records set expires_at = now() - interval '1 second' where idempotency_key = ${key}`
   const fresh = await api.patch(url, { username: 'second' }, key)
   t.equal(fresh.statusCode, 200, 'a different body with an expired key is a new write, not a 409')
   t.equal(fresh.json().username, 'second')
@@ -127,7 +147,8 @@ t.test('expired idempotency records are ignored, taken over and purged', async (
 
   const other = newKey()
   await api.patch(url, { username: 'third' }, other)
-  await api.db.sql`update idempotency_records set expires_at = now() - interval '1 second' where idempotency_key = ${other}`
+  await api.db
+    .sql`update idempotency_records set expires_at = now() - interval '1 second' where idempotency_key = ${other}`
   const purged = await purgeExpired(api.db.sql)
   t.ok(purged >= 1)
   const [left] = await api.db.sql`select count(*)::int as n from idempotency_records where idempotency_key = ${other}`

@@ -4,8 +4,13 @@ import { randomUUID } from 'node:crypto'
 import { buildTestApp } from '../helpers/app.js'
 
 const api = await buildTestApp(t)
-const valid = () => ({ system_user_id: `v-${randomUUID().slice(0, 8)}`, system_uuid: randomUUID(), full_name: 'Valid Name' })
-const omit = (o: Record<string, unknown>, k: string) => Object.fromEntries(Object.entries(o).filter(([key]) => key !== k))
+const valid = () => ({
+  system_user_id: `v-${randomUUID().slice(0, 8)}`,
+  system_uuid: randomUUID(),
+  full_name: 'Valid Name',
+})
+const omit = (o: Record<string, unknown>, k: string) =>
+  Object.fromEntries(Object.entries(o).filter(([key]) => key !== k))
 
 async function expectCodes(t: Test, res: Awaited<ReturnType<typeof api.post>>, expected: [string, string | null][]) {
   t.equal(res.statusCode, 422, res.body)
@@ -29,7 +34,11 @@ const createCases: [string, () => unknown, [string, string | null][]][] = [
   ['non-string full_name', () => ({ ...valid(), full_name: ['a'] }), [['USER_006', 'full_name']]],
   ['missing system_uuid', () => omit(valid(), 'system_uuid'), [['USER_007', 'system_uuid']]],
   ['null system_uuid', () => ({ ...valid(), system_uuid: null }), [['USER_007', 'system_uuid']]],
-  ['malformed system_uuid', () => ({ ...valid(), system_uuid: 'urn:uuid:3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10' }), [['USER_007', 'system_uuid']]],
+  [
+    'malformed system_uuid',
+    () => ({ ...valid(), system_uuid: 'urn:uuid:3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10' }),
+    [['USER_007', 'system_uuid']],
+  ],
   ['username over 255', () => ({ ...valid(), username: 'u'.repeat(256) }), [['USER_008', 'username']]],
   ['numeric username', () => ({ ...valid(), username: 7 }), [['USER_008', 'username']]],
   ['unknown time zone', () => ({ ...valid(), timezone: 'Mars/Olympus_Mons' }), [['USER_009', 'timezone']]],
@@ -37,10 +46,21 @@ const createCases: [string, () => unknown, [string, string | null][]][] = [
   ['time zone over 64', () => ({ ...valid(), timezone: 'A'.repeat(65) }), [['USER_009', 'timezone']]],
   ['is_row_invalid 2', () => ({ ...valid(), is_row_invalid: 2 }), [['USER_010', 'is_row_invalid']]],
   ['is_row_invalid "1"', () => ({ ...valid(), is_row_invalid: '1' }), [['USER_010', 'is_row_invalid']]],
-  ['bad invalidation_reason_uuid', () => ({ ...valid(), invalidation_reason_uuid: 'nope' }), [['USER_011', 'invalidation_reason_uuid']]],
+  [
+    'bad invalidation_reason_uuid',
+    () => ({ ...valid(), invalidation_reason_uuid: 'nope' }),
+    [['USER_011', 'invalidation_reason_uuid']],
+  ],
   ['unknown property', () => ({ ...valid(), admin: true }), [['USER_012', 'admin']]],
   ['array body', () => [valid()], [['USER_013', null]]],
-  ['two failures at once', () => ({ ...valid(), full_name: '', timezone: 'Nowhere/Land' }), [['USER_004', 'full_name'], ['USER_009', 'timezone']]],
+  [
+    'two failures at once',
+    () => ({ ...valid(), full_name: '', timezone: 'Nowhere/Land' }),
+    [
+      ['USER_004', 'full_name'],
+      ['USER_009', 'timezone'],
+    ],
+  ],
 ]
 
 for (const [name, body, expected] of createCases) {
@@ -50,7 +70,12 @@ for (const [name, body, expected] of createCases) {
 }
 
 t.test('create: malformed JSON is 422 USER_013 with loc ["body"]', async (t) => {
-  const res = await api.request({ method: 'POST', url: '/api/v1/user', payload: '{"full_name":', headers: { 'content-type': 'application/json', 'idempotency-key': 'm1' } })
+  const res = await api.request({
+    method: 'POST',
+    url: '/api/v1/user',
+    payload: '{"full_name":',
+    headers: { 'content-type': 'application/json', 'idempotency-key': 'm1' },
+  })
   await expectCodes(t, res, [['USER_013', null]])
   t.same(res.json().errors[0].details, { loc: ['body'], type: 'json_invalid', input: null, ctx: {} })
 })
@@ -76,10 +101,25 @@ const updateCases: [string, 'put' | 'patch', unknown, [string, string | null][]]
   ['PUT missing full_name', 'put', { timezone: 'UTC' }, [['USER_016', 'full_name']]],
   ['PATCH unknown time zone', 'patch', { timezone: 'Moon/Base' }, [['USER_017', 'timezone']]],
   ['PUT missing timezone', 'put', { full_name: 'A' }, [['USER_018', 'timezone']]],
-  ['PUT username over 255', 'put', { full_name: 'A', timezone: 'UTC', username: 'u'.repeat(256) }, [['USER_019', 'username']]],
+  [
+    'PUT username over 255',
+    'put',
+    { full_name: 'A', timezone: 'UTC', username: 'u'.repeat(256) },
+    [['USER_019', 'username']],
+  ],
   ['PATCH is_row_invalid 5', 'patch', { is_row_invalid: 5 }, [['USER_020', 'is_row_invalid']]],
-  ['PUT is_row_invalid null', 'put', { full_name: 'A', timezone: 'UTC', is_row_invalid: null }, [['USER_020', 'is_row_invalid']]],
-  ['PATCH bad invalidation_reason_uuid', 'patch', { invalidation_reason_uuid: 12 }, [['USER_021', 'invalidation_reason_uuid']]],
+  [
+    'PUT is_row_invalid null',
+    'put',
+    { full_name: 'A', timezone: 'UTC', is_row_invalid: null },
+    [['USER_020', 'is_row_invalid']],
+  ],
+  [
+    'PATCH bad invalidation_reason_uuid',
+    'patch',
+    { invalidation_reason_uuid: 12 },
+    [['USER_021', 'invalidation_reason_uuid']],
+  ],
   ['PATCH bad system_uuid', 'patch', { system_uuid: 'abc' }, [['USER_022', 'system_uuid']]],
   ['PATCH unknown property', 'patch', { nickname: 'x' }, [['USER_023', 'nickname']]],
   ['PUT unknown property', 'put', { full_name: 'A', timezone: 'UTC', client_uuid: 'x' }, [['USER_023', 'client_uuid']]],
@@ -92,7 +132,12 @@ for (const [name, method, body, expected] of updateCases) {
 }
 
 t.test('update: a JSON string body is 422 USER_024', async (t) => {
-  const res = await api.request({ method: 'PATCH', url: url(), payload: '"just a string"', headers: { 'content-type': 'application/json', 'idempotency-key': 's1' } })
+  const res = await api.request({
+    method: 'PATCH',
+    url: url(),
+    payload: '"just a string"',
+    headers: { 'content-type': 'application/json', 'idempotency-key': 's1' },
+  })
   await expectCodes(t, res, [['USER_024', null]])
 })
 
@@ -100,9 +145,12 @@ t.test('path parameters are checked: 422 COMMON_422 with loc ["path", name]', as
   const res = await api.get(`/api/v1/user/not-a-uuid/${'x'.repeat(37)}`)
   t.equal(res.statusCode, 422)
   const items = res.json().errors
-  t.same(items.map((e: { code: string; details: { loc: unknown } }) => [e.code, e.details.loc]), [
-    ['COMMON_422', ['path', 'system_uuid']],
-    ['COMMON_422', ['path', 'system_user_id']],
-  ])
+  t.same(
+    items.map((e: { code: string; details: { loc: unknown } }) => [e.code, e.details.loc]),
+    [
+      ['COMMON_422', ['path', 'system_uuid']],
+      ['COMMON_422', ['path', 'system_user_id']],
+    ],
+  )
   t.equal(items[0].key, 'REQUEST_PARAMETER_INVALID')
 })

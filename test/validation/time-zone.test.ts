@@ -7,14 +7,21 @@ const checks: [string, (zone: string) => boolean][] = [
   ['the runtime format', isIanaTimeZone],
   [
     'the generated body validator',
-    (zone) => (validators as unknown as Record<string, (d: unknown) => boolean>).UserCreateRequest!({ system_user_id: 'u', system_uuid: '0b7c7c36-8f0e-4d5b-9a51-3a0f6f7b1c11', full_name: 'A', timezone: zone }),
+    (zone) =>
+      (validators as unknown as Record<string, (d: unknown) => boolean>).UserCreateRequest!({
+        system_user_id: 'u',
+        system_uuid: '0b7c7c36-8f0e-4d5b-9a51-3a0f6f7b1c11',
+        full_name: 'A',
+        timezone: zone,
+      }),
   ],
 ]
 
 for (const [name, accepts] of checks) {
   t.test(`${name}: known zones and aliases pass, every time they are asked`, async (t) => {
     for (let round = 0; round < 3; round++) {
-      for (const zone of ['UTC', 'Europe/Berlin', 'America/New_York', 'US/Eastern', 'Etc/GMT+5']) t.ok(accepts(zone), `${zone}, round ${round}`)
+      for (const zone of ['UTC', 'Europe/Berlin', 'America/New_York', 'US/Eastern', 'Etc/GMT+5'])
+        t.ok(accepts(zone), `${zone}, round ${round}`)
     }
   })
 
@@ -26,7 +33,14 @@ for (const [name, accepts] of checks) {
 
   t.test(`${name}: unknown or malformed zones fail, also after a real zone was remembered`, async (t) => {
     t.ok(accepts('Europe/Paris'))
-    for (const zone of ['Europe/Atlantis', 'Mars/Olympus_Mons', 'Europe/Paris ', '../etc/passwd', '', 'Europe//Paris']) {
+    for (const zone of [
+      'Europe/Atlantis',
+      'Mars/Olympus_Mons',
+      'Europe/Paris ',
+      '../etc/passwd',
+      '',
+      'Europe//Paris',
+    ]) {
       t.notOk(accepts(zone), JSON.stringify(zone))
       t.notOk(accepts(zone), `${JSON.stringify(zone)} again`)
     }

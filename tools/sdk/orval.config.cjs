@@ -3,6 +3,14 @@
 module.exports = {
   study: {
     input: { target: process.env.SDK_SPEC ?? './.out/openapi.json' },
-    output: { target: './.out/orval/client.ts', client: 'fetch', headers: true, baseUrl: process.env.SDK_BASE_URL ?? '', mode: 'single', prettier: false, clean: true },
+    output: {
+      target: './.out/orval/client.ts',
+      client: 'fetch',
+      headers: true,
+      baseUrl: process.env.SDK_BASE_URL ?? '',
+      mode: 'single',
+      prettier: false,
+      clean: true,
+    },
   },
 }

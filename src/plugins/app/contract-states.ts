@@ -12,7 +12,12 @@ type Params = Record<string, unknown>
 type Owner = { system_uuid: string; system_user_id: string }
 
 async function call(fastify: FastifyInstance, key: string, method: 'POST', url: string, payload: unknown) {
-  const res = await fastify.inject({ method, url, payload: payload as object, headers: { 'x-api-key': key, 'idempotency-key': randomUUID() } })
+  const res = await fastify.inject({
+    method,
+    url,
+    payload: payload as object,
+    headers: { 'x-api-key': key, 'idempotency-key': randomUUID() },
+  })
   // 400 USER_101: the user is already there (a state set up twice), which is the state asked for.
   if (res.statusCode >= 300 && !(res.statusCode === 400 && res.json().code === 'USER_101')) {
     throw new Error(`provider state: ${method} ${url} answered ${res.statusCode}`)
@@ -22,7 +27,8 @@ async function call(fastify: FastifyInstance, key: string, method: 'POST', url: 
 
 function ownerOf(params: Params): Owner {
   const { system_uuid, system_user_id } = params
-  if (typeof system_uuid !== 'string' || typeof system_user_id !== 'string') throw new Error('provider state needs system_uuid and system_user_id')
+  if (typeof system_uuid !== 'string' || typeof system_user_id !== 'string')
+    throw new Error('provider state needs system_uuid and system_user_id')
   return { system_uuid, system_user_id }
 }
 
@@ -52,10 +58,17 @@ export default fp(
     if (!fastify.config.contractStates) return
     const key = fastify.config.apiKeys[0]!
     fastify.post(PROVIDER_STATES_PATH, { config: { rateLimit: false } }, async (request, reply) => {
-      const { state, params = {}, action = 'setup' } = (request.body ?? {}) as { state?: string; params?: Params; action?: string }
+      const {
+        state,
+        params = {},
+        action = 'setup',
+      } = (request.body ?? {}) as { state?: string; params?: Params; action?: string }
       if (action === 'teardown') return reply.code(200).send({})
       const setUp = state ? STATES[state] : undefined
-      if (!setUp) return reply.code(400).send({ error: `unknown provider state "${String(state).slice(0, 100)}"`, known: Object.keys(STATES) })
+      if (!setUp)
+        return reply
+          .code(400)
+          .send({ error: `unknown provider state "${String(state).slice(0, 100)}"`, known: Object.keys(STATES) })
       return reply.code(200).send(await setUp(fastify, key, params))
     })
     fastify.log.warn({ path: PROVIDER_STATES_PATH }, 'contract-test provider states are on (CONTRACT_STATES=1)')

@@ -5,10 +5,19 @@ import { allowedMethods } from '../../http/declared-methods.js'
 import { timedOutByServer } from '../../http/server-options.js'
 import { isDatabaseUnavailable } from '../../db/unavailable.js'
 import { RequestValidationError } from '../../validation/request-validation-error.js'
-import { malformedBodyItem, toValidationItems, validationBody, type RequestPart } from '../../validation/validation-errors.js'
+import {
+  malformedBodyItem,
+  toValidationItems,
+  validationBody,
+  type RequestPart,
+} from '../../validation/validation-errors.js'
 
 const RETRY_AFTER_SECONDS = '5'
-const MALFORMED_BODY = new Set(['FST_ERR_CTP_EMPTY_JSON_BODY', 'FST_ERR_CTP_INVALID_JSON_BODY', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH'])
+const MALFORMED_BODY = new Set([
+  'FST_ERR_CTP_EMPTY_JSON_BODY',
+  'FST_ERR_CTP_INVALID_JSON_BODY',
+  'FST_ERR_CTP_INVALID_CONTENT_LENGTH',
+])
 
 /** What may be logged of an unexpected error: no stack, no SQL, no parameters. */
 export function safeErrorFields(err: unknown): Record<string, unknown> {
@@ -33,7 +42,9 @@ export interface AnsweredError {
 }
 
 function validationGroup(request: FastifyRequest): string | null {
-  return ((request.routeOptions.schema as Record<string, unknown> | undefined)?.['x-validation-group'] as string) ?? null
+  return (
+    ((request.routeOptions.schema as Record<string, unknown> | undefined)?.['x-validation-group'] as string) ?? null
+  )
 }
 
 function sendValidation(request: FastifyRequest, reply: FastifyReply, items: ReturnType<typeof toValidationItems>) {
@@ -78,7 +89,11 @@ export default fp(
       if (error instanceof AppError) return sendError(reply, error)
       if (error instanceof RequestValidationError) return sendValidation(request, reply, error.items)
       if (error.validation) {
-        return sendValidation(request, reply, toValidationItems(error.validationContext as RequestPart, error.validation, validationGroup(request)))
+        return sendValidation(
+          request,
+          reply,
+          toValidationItems(error.validationContext as RequestPart, error.validation, validationGroup(request)),
+        )
       }
 
       switch (error.code) {

@@ -22,7 +22,9 @@ export function locateUnacceptable(value: unknown): { path: (string | number)[];
       if (problem) return { path, problem }
     } else if (node !== null && typeof node === 'object') {
       // Pushed in reverse so the first offender in document order is found first.
-      const entries: [string | number, unknown][] = Array.isArray(node) ? node.map((v, i) => [i, v]) : Object.entries(node)
+      const entries: [string | number, unknown][] = Array.isArray(node)
+        ? node.map((v, i) => [i, v])
+        : Object.entries(node)
       for (let i = entries.length - 1; i >= 0; i--) {
         const [key, child] = entries[i]!
         if (typeof key === 'string') {
@@ -37,7 +39,8 @@ export function locateUnacceptable(value: unknown): { path: (string | number)[];
   return null
 }
 
-const pointer = (path: (string | number)[]) => path.map((s) => `/${String(s).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('')
+const pointer = (path: (string | number)[]) =>
+  path.map((s) => `/${String(s).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('')
 
 /** Why a parsed JSON value cannot be accepted, or null. Iterative: no recursion on input. */
 export function unacceptableJson(value: unknown): string | null {
@@ -114,7 +117,8 @@ export function isUtf8ContentType(contentType: string | undefined): boolean {
   return charset === undefined || charset === 'utf-8' || charset === 'utf8'
 }
 
-const malformed = (why: string) => Object.assign(new Error(`JSON body ${why}`), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' })
+const malformed = (why: string) =>
+  Object.assign(new Error(`JSON body ${why}`), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' })
 
 /**
  * application/json with Fastify's prototype-poisoning protection, read as bytes and decoded
@@ -127,7 +131,10 @@ export default fp(
     fastify.removeContentTypeParser('application/json')
     fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
       if (!isUtf8ContentType(request.headers['content-type'])) {
-        return done(Object.assign(new Error('unsupported charset'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' }), undefined)
+        return done(
+          Object.assign(new Error('unsupported charset'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' }),
+          undefined,
+        )
       }
       // An operation without a request body (DELETE) ignores an empty one that a client sent
       // with its usual Content-Type.
@@ -140,7 +147,14 @@ export default fp(
       }
       const oversize = oversizeTopLevelArray(request.method, request.routeOptions.url ?? '', text)
       if (oversize) {
-        return done(Object.assign(new Error('body validation failed'), { statusCode: 422, validation: [oversize], validationContext: 'body' }), undefined)
+        return done(
+          Object.assign(new Error('body validation failed'), {
+            statusCode: 422,
+            validation: [oversize],
+            validationContext: 'body',
+          }),
+          undefined,
+        )
       }
       parseJson(request, text, (err: Error | null, value?: unknown) => {
         if (err) return done(err, undefined)
@@ -149,8 +163,22 @@ export default fp(
           const found = problem.startsWith('is nested') ? null : locateUnacceptable(value)
           if (!found) return done(malformed(problem), undefined)
           // The bad value is not echoed (`input: null`): it is what could not be accepted.
-          const item = { instancePath: pointer(found.path), schemaPath: INPUT_RULE_SCHEMA_PATH, keyword: 'type', params: {}, message: found.problem, data: null }
-          return done(Object.assign(new Error('body validation failed'), { statusCode: 422, validation: [item], validationContext: 'body' }), undefined)
+          const item = {
+            instancePath: pointer(found.path),
+            schemaPath: INPUT_RULE_SCHEMA_PATH,
+            keyword: 'type',
+            params: {},
+            message: found.problem,
+            data: null,
+          }
+          return done(
+            Object.assign(new Error('body validation failed'), {
+              statusCode: 422,
+              validation: [item],
+              validationContext: 'body',
+            }),
+            undefined,
+          )
         }
         done(null, value)
       })

@@ -41,7 +41,8 @@ export default fp(
   async (fastify) => {
     const rateLimit = fastify.rateLimitHook
     // Callback hooks: no promise per request.
-    const overloaded = () => appError('SERVICE_OVERLOADED', { 'retry-after': String(fastify.config.loadShed.retryAfterSeconds) })
+    const overloaded = () =>
+      appError('SERVICE_OVERLOADED', { 'retry-after': String(fastify.config.loadShed.retryAfterSeconds) })
     const shedLoad: onRequestHookHandler = (_request, _reply, done) => {
       done(fastify.overloaded() ? overloaded() : undefined)
     }
@@ -68,7 +69,10 @@ export default fp(
       const operationId = (route.schema as { operationId?: string } | undefined)?.operationId
       if (operationId === undefined) return
       const op = (operations as Record<string, OperationInfo>)[operationId]
-      if (!op) throw new Error(`route ${route.method} ${route.url} names operation ${operationId}, which generated/operations.ts does not know: run make generate`)
+      if (!op)
+        throw new Error(
+          `route ${route.method} ${route.url} names operation ${operationId}, which generated/operations.ts does not know: run make generate`,
+        )
       const stages = stagesFor(op)
       route.onRequest = [...stages.onRequest, ...[route.onRequest ?? []].flat()]
       route.preHandler = [...[route.preHandler ?? []].flat(), ...stages.preHandler]
@@ -76,7 +80,10 @@ export default fp(
       route.validatorCompiler = validatorCompiler(operationId as OperationId)
     })
   },
-  { name: 'request-pipeline', dependencies: ['config', 'auth', 'rate-limit', 'load-shedding', 'body-budget', 'json-only-bodies'] },
+  {
+    name: 'request-pipeline',
+    dependencies: ['config', 'auth', 'rate-limit', 'load-shedding', 'body-budget', 'json-only-bodies'],
+  },
 )
 
 /** Takes a header out of the route's header schema: a pipeline stage checks it instead. */
@@ -84,6 +91,7 @@ function withoutHeader(route: RouteOptions, name: string) {
   const headers = (route.schema as { headers?: { properties?: Record<string, unknown>; required?: string[] } }).headers
   if (!headers) return
   const other = (key: string) => key.toLowerCase() !== name
-  if (headers.properties) headers.properties = Object.fromEntries(Object.entries(headers.properties).filter(([key]) => other(key)))
+  if (headers.properties)
+    headers.properties = Object.fromEntries(Object.entries(headers.properties).filter(([key]) => other(key)))
   if (headers.required) headers.required = headers.required.filter(other)
 }

@@ -14,7 +14,11 @@ declare module 'fastify' {
  */
 export default fp<{ now: () => Date; intervalMs?: number }>(
   async (fastify, { now, intervalMs = 60 * 60_000 }) => {
-    const lifecycle = new TelemetryLifecycle(fastify.db, { retentionDays: fastify.config.telemetryRetentionDays, now, log: fastify.log })
+    const lifecycle = new TelemetryLifecycle(fastify.db, {
+      retentionDays: fastify.config.telemetryRetentionDays,
+      now,
+      log: fastify.log,
+    })
     fastify.decorate('telemetryLifecycle', lifecycle)
     const run = async () => {
       try {
@@ -41,14 +45,30 @@ export default fp<{ now: () => Date; intervalMs?: number }>(
           this.set(read() ?? 0)
         },
       })
-    gauge('docs_search_retention_rows_dropped', 'Docs-search events removed by retention by this process (dropped partitions and old DEFAULT rows)', () => figures.rowsDropped)
-    gauge('docs_search_retention_partitions_dropped', 'Docs-search event partitions dropped by retention by this process', () => figures.partitionsDropped)
-    gauge('docs_search_retention_rollup_rows_dropped', 'Query rollup rows and KPI buckets no window can reach, deleted by this process', () => figures.rollupRowsDropped)
-    gauge('docs_search_retention_last_run_timestamp_seconds', 'When this process last completed a retention run (0: never)', () =>
-      figures.lastRunMs === null ? null : figures.lastRunMs / 1000,
+    gauge(
+      'docs_search_retention_rows_dropped',
+      'Docs-search events removed by retention by this process (dropped partitions and old DEFAULT rows)',
+      () => figures.rowsDropped,
     )
-    gauge('docs_search_oldest_event_kept_timestamp_seconds', 'emitted_at of the oldest docs-search event kept, as of the last run (0: none)', () =>
-      figures.oldestEventMs === null ? null : figures.oldestEventMs / 1000,
+    gauge(
+      'docs_search_retention_partitions_dropped',
+      'Docs-search event partitions dropped by retention by this process',
+      () => figures.partitionsDropped,
+    )
+    gauge(
+      'docs_search_retention_rollup_rows_dropped',
+      'Query rollup rows and KPI buckets no window can reach, deleted by this process',
+      () => figures.rollupRowsDropped,
+    )
+    gauge(
+      'docs_search_retention_last_run_timestamp_seconds',
+      'When this process last completed a retention run (0: never)',
+      () => (figures.lastRunMs === null ? null : figures.lastRunMs / 1000),
+    )
+    gauge(
+      'docs_search_oldest_event_kept_timestamp_seconds',
+      'emitted_at of the oldest docs-search event kept, as of the last run (0: none)',
+      () => (figures.oldestEventMs === null ? null : figures.oldestEventMs / 1000),
     )
   },
   { name: 'telemetry-lifecycle', dependencies: ['database', 'metrics', 'config'] },

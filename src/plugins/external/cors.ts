@@ -3,7 +3,10 @@ import cors from '@fastify/cors'
 import { operations } from '../../../generated/operations.js'
 
 // Browsers on the docs site send telemetry cross-origin; nothing else is open to CORS.
-const INGEST_PATHS = new Set<string>([operations.ingestDocsSearchEvent.path, operations.ingestDocsSearchEventBatch.path])
+const INGEST_PATHS = new Set<string>([
+  operations.ingestDocsSearchEvent.path,
+  operations.ingestDocsSearchEventBatch.path,
+])
 
 /** CORS (preflight included) for the telemetry ingest routes, from the origins in CORS_ORIGINS. */
 export default fp(
@@ -14,7 +17,15 @@ export default fp(
       origin: origins,
       methods: ['POST'],
       allowedHeaders: ['X-API-Key', 'Content-Type', 'X-Request-Id'],
-      exposedHeaders: ['X-Request-Id', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit', 'RateLimit-Policy', 'Retry-After'],
+      exposedHeaders: [
+        'X-Request-Id',
+        'X-RateLimit-Limit',
+        'X-RateLimit-Remaining',
+        'X-RateLimit-Reset',
+        'RateLimit',
+        'RateLimit-Policy',
+        'Retry-After',
+      ],
       maxAge: 600,
     }
     await fastify.register(cors, {

@@ -21,7 +21,9 @@ export function escapesStaticFolder(url: string): boolean {
       return true
     }
   }
-  return path.includes('\\') || path.includes('\0') || path.split('/').some((segment) => segment === '..' || segment === '.')
+  return (
+    path.includes('\\') || path.includes('\0') || path.split('/').some((segment) => segment === '..' || segment === '.')
+  )
 }
 
 /**
@@ -40,7 +42,10 @@ export default fp(
       await scope.register(swaggerUi, {
         routePrefix: '/docs',
         // Swagger UI's Topbar reads `urls` in preference to the `/docs/json` it is otherwise given.
-        uiConfig: swaggerUiConfig({ urls: [{ url: '/openapi.json', name: 'Study Service' }], 'urls.primaryName': 'Study Service' }),
+        uiConfig: swaggerUiConfig({
+          urls: [{ url: '/openapi.json', name: 'Study Service' }],
+          'urls.primaryName': 'Study Service',
+        }),
         staticCSP: true,
         // Without upgrade-insecure-requests: over plain HTTP on any host name other than
         // localhost, browsers would fetch every asset over https and the page would stay blank.

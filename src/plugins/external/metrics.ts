@@ -15,11 +15,15 @@ declare module 'fastify' {
   }
 }
 
-const IDEMPOTENCY_CONFLICTS = new Set(['IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD', 'IDEMPOTENCY_REQUEST_IN_PROGRESS'])
+const IDEMPOTENCY_CONFLICTS = new Set([
+  'IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD',
+  'IDEMPOTENCY_REQUEST_IN_PROGRESS',
+])
 /** The request pipeline's answer when the process sheds load (503 with Retry-After). */
 const LOAD_SHED = 'SERVICE_OVERLOADED'
 
-const serviceVersion = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version
+const serviceVersion = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string })
+  .version
 
 const DB_UP_TIMEOUT_MS = 1000
 
@@ -61,10 +65,26 @@ function registerProcessGauges(fastify: FastifyInstance) {
       if (fastify.hasDecorator('db')) this.set((await databaseAnswers(fastify.db.sql)) ? 1 : 0)
     },
   })
-  poolGauge('db_pool_max_connections', 'PostgreSQL connections the pool may open (configured)', (db) => db.maxConnections)
-  poolGauge('db_pool_reserved_connections', 'Pool connections held for a transaction right now', (db) => db.usage.reserved)
-  poolGauge('db_pool_reserve_waiting', 'Transactions waiting for a free pool connection right now', (db) => db.usage.waiting)
-  poolGauge('db_operations_in_flight', 'Repository operations sent to PostgreSQL and not answered yet', (db) => db.usage.inFlight)
+  poolGauge(
+    'db_pool_max_connections',
+    'PostgreSQL connections the pool may open (configured)',
+    (db) => db.maxConnections,
+  )
+  poolGauge(
+    'db_pool_reserved_connections',
+    'Pool connections held for a transaction right now',
+    (db) => db.usage.reserved,
+  )
+  poolGauge(
+    'db_pool_reserve_waiting',
+    'Transactions waiting for a free pool connection right now',
+    (db) => db.usage.waiting,
+  )
+  poolGauge(
+    'db_operations_in_flight',
+    'Repository operations sent to PostgreSQL and not answered yet',
+    (db) => db.usage.inFlight,
+  )
 }
 
 /** prom-client's labels() hashes the labels on every call: each series is made once per key and kept. */
@@ -150,7 +170,8 @@ export default fp(
     const errorSeries = keptSeries((status: number, error: AnsweredError) =>
       errors.labels({ status: String(status), code: error.code, key: error.key }),
     )
-    const routeCounter = (counter: typeof replays) => keptSeries((route: string) => counter.labels({ path_template: route }))
+    const routeCounter = (counter: typeof replays) =>
+      keptSeries((route: string) => counter.labels({ path_template: route }))
     const replaySeries = routeCounter(replays)
     const rateLimitedSeries = routeCounter(rateLimited)
     const loadShedSeries = routeCounter(loadShed)
@@ -164,7 +185,8 @@ export default fp(
         route.duration.observe(reply.elapsedTime / 1000)
         route.requests.inc()
         if (status >= 400) countError(request, reply, status)
-        else if (reply.hasHeader('idempotent-replayed')) replaySeries(routeTemplate(request), routeTemplate(request)).inc()
+        else if (reply.hasHeader('idempotent-replayed'))
+          replaySeries(routeTemplate(request), routeTemplate(request)).inc()
       }
       done()
     })
@@ -182,7 +204,8 @@ export default fp(
     }
 
     const operationSeries = keptSeries((operation: string) => dbDuration.labels({ operation }))
-    fastify.decorate('observeDbOperation', ((operation, seconds) => operationSeries(operation, operation).observe(seconds)) as ObserveDbOperation)
+    fastify.decorate('observeDbOperation', ((operation, seconds) =>
+      operationSeries(operation, operation).observe(seconds)) as ObserveDbOperation)
   },
   { name: 'metrics' },
 )

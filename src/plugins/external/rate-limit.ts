@@ -62,7 +62,9 @@ export default fp(
       help: 'Rate-limit decisions taken in the local window because Redis was unreachable or slow',
     })
     const local = new SlidingWindowStore()
-    const shared = config.redisUrl ? sharedStore(fastify, config.redisUrl, config.redisCommandTimeoutMs, local, fallbacks) : undefined
+    const shared = config.redisUrl
+      ? sharedStore(fastify, config.redisUrl, config.redisCommandTimeoutMs, local, fallbacks)
+      : undefined
     // With tracing on, each Redis decision is a span of its request.
     const store = shared ? (fastify.tracing?.traceRateLimitStore(shared) ?? shared) : local
 
@@ -111,7 +113,13 @@ export default fp(
 )
 
 /** The Redis-backed store with its local fallback, fallback metric, throttled log and shutdown. */
-function sharedStore(fastify: FastifyInstance, url: string, commandTimeoutMs: number, local: SlidingWindowStore, fallbacks: { inc(): void }) {
+function sharedStore(
+  fastify: FastifyInstance,
+  url: string,
+  commandTimeoutMs: number,
+  local: SlidingWindowStore,
+  fallbacks: { inc(): void },
+) {
   let lastLog = Number.NEGATIVE_INFINITY
   let unlogged = 0
   const redis = createRedisWindowClient({ url, commandTimeoutMs })
@@ -125,7 +133,10 @@ function sharedStore(fastify: FastifyInstance, url: string, commandTimeoutMs: nu
         unlogged++
         return
       }
-      fastify.log.warn({ reason, fallbacks_since_last_log: unlogged }, 'rate limit: Redis unavailable, deciding in the local window')
+      fastify.log.warn(
+        { reason, fallbacks_since_last_log: unlogged },
+        'rate limit: Redis unavailable, deciding in the local window',
+      )
       lastLog = now
       unlogged = 0
     },

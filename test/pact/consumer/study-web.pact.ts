@@ -63,9 +63,16 @@ export async function writeConsumerPacts(dir: string): Promise<void> {
       headers: { ...auth, 'Idempotency-Key': 'pact-create-user-1', 'Content-Type': 'application/json' },
       body: { ...newcomer, full_name: 'Grace Hopper', timezone: 'America/New_York' },
     })
-    .willRespondWith({ status: 201, headers: json, body: { ...userBody(newcomer), full_name: 'Grace Hopper', timezone: 'America/New_York' } })
+    .willRespondWith({
+      status: 201,
+      headers: json,
+      body: { ...userBody(newcomer), full_name: 'Grace Hopper', timezone: 'America/New_York' },
+    })
     .executeTest(async (mock) => {
-      const res = await new StudyClient(mock.url, PARTNER_KEY).createUser({ ...newcomer, full_name: 'Grace Hopper', timezone: 'America/New_York' }, 'pact-create-user-1')
+      const res = await new StudyClient(mock.url, PARTNER_KEY).createUser(
+        { ...newcomer, full_name: 'Grace Hopper', timezone: 'America/New_York' },
+        'pact-create-user-1',
+      )
       assert.equal(res.status, 201)
       assert.equal(res.body.system_user_id, newcomer.system_user_id)
     })
@@ -73,7 +80,11 @@ export async function writeConsumerPacts(dir: string): Promise<void> {
   await pact()
     .given('a user exists', { ...learner })
     .uponReceiving('a request for a user')
-    .withRequest({ method: 'GET', path: `/api/v1/user/${learner.system_uuid}/${learner.system_user_id}`, headers: auth })
+    .withRequest({
+      method: 'GET',
+      path: `/api/v1/user/${learner.system_uuid}/${learner.system_user_id}`,
+      headers: auth,
+    })
     .willRespondWith({ status: 200, headers: json, body: userBody(learner) })
     .executeTest(async (mock) => {
       const res = await new StudyClient(mock.url, PARTNER_KEY).getUser(learner)
@@ -92,7 +103,11 @@ export async function writeConsumerPacts(dir: string): Promise<void> {
     })
     .willRespondWith({ status: 200, headers: json, body: { ...userBody(learner), timezone: 'Asia/Tokyo' } })
     .executeTest(async (mock) => {
-      const res = await new StudyClient(mock.url, PARTNER_KEY).patchUser(learner, { timezone: 'Asia/Tokyo' }, 'pact-patch-user-1')
+      const res = await new StudyClient(mock.url, PARTNER_KEY).patchUser(
+        learner,
+        { timezone: 'Asia/Tokyo' },
+        'pact-patch-user-1',
+      )
       assert.equal(res.body.timezone, 'Asia/Tokyo')
     })
 
@@ -102,10 +117,18 @@ export async function writeConsumerPacts(dir: string): Promise<void> {
     .willRespondWith({
       status: 404,
       headers: json,
-      body: { code: string('USER_404'), key: string('USER_NOT_FOUND'), message: string('No user with this key.'), source: 'business' },
+      body: {
+        code: string('USER_404'),
+        key: string('USER_NOT_FOUND'),
+        message: string('No user with this key.'),
+        source: 'business',
+      },
     })
     .executeTest(async (mock) => {
-      const res = await new StudyClient(mock.url, PARTNER_KEY).getUser({ system_uuid: '9d1e5c3a-0000-4000-8000-000000000000', system_user_id: 'nobody' })
+      const res = await new StudyClient(mock.url, PARTNER_KEY).getUser({
+        system_uuid: '9d1e5c3a-0000-4000-8000-000000000000',
+        system_user_id: 'nobody',
+      })
       assert.equal(res.status, 404)
     })
 
@@ -117,12 +140,28 @@ export async function writeConsumerPacts(dir: string): Promise<void> {
       method: 'POST',
       path: '/api/v1/conspectuses',
       headers: { ...auth, 'Idempotency-Key': 'pact-create-conspectus-1', 'Content-Type': 'application/json' },
-      body: { ...learner, title: 'Photosynthesis', cue_sheet: { topic: 'Photosynthesis', rows: [] }, dense_paragraph: 'Light to sugar.', bullets: ['ATP'] },
+      body: {
+        ...learner,
+        title: 'Photosynthesis',
+        cue_sheet: { topic: 'Photosynthesis', rows: [] },
+        dense_paragraph: 'Light to sugar.',
+        bullets: ['ATP'],
+      },
     })
-    .willRespondWith({ status: 201, headers: json, body: { ...conspectusBody(learner), slot: 'A', review_count: 0, last_reviewed_at: null } })
+    .willRespondWith({
+      status: 201,
+      headers: json,
+      body: { ...conspectusBody(learner), slot: 'A', review_count: 0, last_reviewed_at: null },
+    })
     .executeTest(async (mock) => {
       const res = await new StudyClient(mock.url, PARTNER_KEY).createConspectus(
-        { ...learner, title: 'Photosynthesis', cue_sheet: { topic: 'Photosynthesis', rows: [] }, dense_paragraph: 'Light to sugar.', bullets: ['ATP'] },
+        {
+          ...learner,
+          title: 'Photosynthesis',
+          cue_sheet: { topic: 'Photosynthesis', rows: [] },
+          dense_paragraph: 'Light to sugar.',
+          bullets: ['ATP'],
+        },
         'pact-create-conspectus-1',
       )
       assert.equal(res.status, 201)
@@ -135,26 +174,48 @@ export async function writeConsumerPacts(dir: string): Promise<void> {
     .withRequest({
       method: 'POST',
       // Pact's provider-state expression, filled from the state's answer (not a JS template).
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: see above
-      path: fromProviderState('/api/v1/conspectuses/${conspectus_uuid}/actions/review', '/api/v1/conspectuses/0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f/actions/review'),
+      path: fromProviderState(
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: Pact's expression, not a JS template
+        '/api/v1/conspectuses/${conspectus_uuid}/actions/review',
+        '/api/v1/conspectuses/0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f/actions/review',
+      ),
       headers: { ...auth, 'Idempotency-Key': 'pact-review-1', 'Content-Type': 'application/json' },
       body: { ...learner, outcome: 'remembered' },
     })
     .willRespondWith({
       status: 200,
       headers: json,
-      body: { ...conspectusBody(learner), slot: 'B', review_count: 1, last_reviewed_at: timestamp('2026-11-25T10:00:00.000Z') },
+      body: {
+        ...conspectusBody(learner),
+        slot: 'B',
+        review_count: 1,
+        last_reviewed_at: timestamp('2026-11-25T10:00:00.000Z'),
+      },
     })
     .executeTest(async (mock) => {
-      const res = await new StudyClient(mock.url, PARTNER_KEY).review('0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f', learner, 'remembered', 'pact-review-1')
+      const res = await new StudyClient(mock.url, PARTNER_KEY).review(
+        '0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f',
+        learner,
+        'remembered',
+        'pact-review-1',
+      )
       assert.equal(res.body.slot, 'B')
     })
 
   await pact()
     .given('a user has a conspectus', { ...learner })
     .uponReceiving('a request for the conspectuses due for review by a date')
-    .withRequest({ method: 'GET', path: '/api/v1/conspectuses/due', query: { system_user_id: learner.system_user_id, system_uuid: learner.system_uuid, as_of: DUE_BY }, headers: auth })
-    .willRespondWith({ status: 200, headers: json, body: atLeastOneLike({ ...conspectusBody(learner), last_reviewed_at: null }) })
+    .withRequest({
+      method: 'GET',
+      path: '/api/v1/conspectuses/due',
+      query: { system_user_id: learner.system_user_id, system_uuid: learner.system_uuid, as_of: DUE_BY },
+      headers: auth,
+    })
+    .willRespondWith({
+      status: 200,
+      headers: json,
+      body: atLeastOneLike({ ...conspectusBody(learner), last_reviewed_at: null }),
+    })
     .executeTest(async (mock) => {
       const res = await new StudyClient(mock.url, PARTNER_KEY).dueList(learner, DUE_BY)
       assert.ok(res.body.length >= 1)
@@ -167,11 +228,25 @@ export async function writeConsumerPacts(dir: string): Promise<void> {
       method: 'POST',
       path: '/api/v1/telemetry/docs-search',
       headers: { ...auth, 'Content-Type': 'application/json' },
-      body: { event: 'search_query', emitted_at_ms: 1795400000000, session_id: 's-1', query_id: 'q-1', query_text: 'leitner', query_len: 7 },
+      body: {
+        event: 'search_query',
+        emitted_at_ms: 1795400000000,
+        session_id: 's-1',
+        query_id: 'q-1',
+        query_text: 'leitner',
+        query_len: 7,
+      },
     })
     .willRespondWith({ status: 202, headers: json, body: { accepted: 1 } })
     .executeTest(async (mock) => {
-      const res = await new StudyClient(mock.url, PARTNER_KEY).ingest({ event: 'search_query', emitted_at_ms: 1795400000000, session_id: 's-1', query_id: 'q-1', query_text: 'leitner', query_len: 7 })
+      const res = await new StudyClient(mock.url, PARTNER_KEY).ingest({
+        event: 'search_query',
+        emitted_at_ms: 1795400000000,
+        session_id: 's-1',
+        query_id: 'q-1',
+        query_text: 'leitner',
+        query_len: 7,
+      })
       assert.equal(res.status, 202)
     })
 
@@ -181,7 +256,12 @@ export async function writeConsumerPacts(dir: string): Promise<void> {
       method: 'POST',
       path: '/api/v1/telemetry/docs-search/batch',
       headers: { ...auth, 'Content-Type': 'application/json' },
-      body: { events: [{ event: 'search_query', emitted_at_ms: 1795400000000, query_id: 'q-2' }, { event: 'result_click', emitted_at_ms: 1795400001000, query_id: 'q-2', result_rank: 1 }] },
+      body: {
+        events: [
+          { event: 'search_query', emitted_at_ms: 1795400000000, query_id: 'q-2' },
+          { event: 'result_click', emitted_at_ms: 1795400001000, query_id: 'q-2', result_rank: 1 },
+        ],
+      },
     })
     .willRespondWith({ status: 202, headers: json, body: { accepted: 2 } })
     .executeTest(async (mock) => {

@@ -18,5 +18,8 @@ export function expect(condition: unknown, what: string): void {
   if (!condition) throw new Error(`walk: ${what}`)
 }
 
-export const owner = (id: string) => ({ system_user_id: `sdk-${id}`, system_uuid: '0b3d2c1a-4e5f-4a6b-8c7d-9e0f1a2b3c4d' })
+export const owner = (id: string) => ({
+  system_user_id: `sdk-${id}`,
+  system_uuid: '0b3d2c1a-4e5f-4a6b-8c7d-9e0f1a2b3c4d',
+})
 export const FAR_FUTURE = '2100-01-01T00:00:00Z'

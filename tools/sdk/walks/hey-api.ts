@@ -15,40 +15,98 @@ export async function walk(baseUrl: string, apiKey: string, id: string, strict: 
   done('getOpenApiDocument', await sdk.getOpenApiDocument({ client }))
   done('getMetrics', await sdk.getMetrics({ client, parseAs: 'text' }))
 
-  const created = await sdk.createUser({ client, headers: key('user'), body: { ...me, full_name: 'SDK Walker', timezone: 'Europe/Berlin' } })
+  const created = await sdk.createUser({
+    client,
+    headers: key('user'),
+    body: { ...me, full_name: 'SDK Walker', timezone: 'Europe/Berlin' },
+  })
   done('createUser', created)
   expect(created.data?.client_uuid, 'createUser data')
   const read = await sdk.getUserBySystemUserId({ client, path: me })
   done('getUserBySystemUserId', read)
   if (strict) expect(read.data?.client_uuid === created.data?.client_uuid, 'read the created user')
-  done('updateUserBySystemUserId', await sdk.updateUserBySystemUserId({ client, path: me, headers: key('put'), body: { full_name: 'SDK Walker', timezone: 'Europe/Berlin' } }))
-  const patched = await sdk.patchUserBySystemUserId({ client, path: me, headers: key('patch'), body: { username: 'walker' } })
+  done(
+    'updateUserBySystemUserId',
+    await sdk.updateUserBySystemUserId({
+      client,
+      path: me,
+      headers: key('put'),
+      body: { full_name: 'SDK Walker', timezone: 'Europe/Berlin' },
+    }),
+  )
+  const patched = await sdk.patchUserBySystemUserId({
+    client,
+    path: me,
+    headers: key('patch'),
+    body: { username: 'walker' },
+  })
   done('patchUserBySystemUserId', patched)
   if (strict) expect(patched.data?.username === 'walker', 'patch user')
 
   const note = await sdk.createConspectus({
     client,
     headers: key('note'),
-    body: { ...me, title: 'Walk', cue_sheet: { topic: 'SDKs' }, dense_paragraph: 'Generated clients keep partners honest.', bullets: ['typed'] },
+    body: {
+      ...me,
+      title: 'Walk',
+      cue_sheet: { topic: 'SDKs' },
+      dense_paragraph: 'Generated clients keep partners honest.',
+      bullets: ['typed'],
+    },
   })
   done('createConspectus', note)
   const conspectus_uuid = note.data?.conspectus_uuid ?? ''
   const owned = { ...me, as_of: FAR_FUTURE }
   done('listDueConspectuses', await sdk.listDueConspectuses({ client, query: owned }))
-  done('patchConspectus', await sdk.patchConspectus({ client, path: { conspectus_uuid }, headers: key('edit'), body: { ...me, title: 'Walk (edited)' } }))
-  const reviewed = await sdk.reviewConspectus({ client, path: { conspectus_uuid }, headers: key('review'), body: { ...me, outcome: 'remembered' } })
+  done(
+    'patchConspectus',
+    await sdk.patchConspectus({
+      client,
+      path: { conspectus_uuid },
+      headers: key('edit'),
+      body: { ...me, title: 'Walk (edited)' },
+    }),
+  )
+  const reviewed = await sdk.reviewConspectus({
+    client,
+    path: { conspectus_uuid },
+    headers: key('review'),
+    body: { ...me, outcome: 'remembered' },
+  })
   done('reviewConspectus', reviewed)
   if (strict) expect(reviewed.data?.slot === 'B', 'review moves to B')
   done('getScheduleSummary', await sdk.getScheduleSummary({ client, query: owned }))
 
-  done('createErrorLog', await sdk.createErrorLog({ client, headers: key('mistake'), body: { ...me, message: 'Mixed up slots', conspectus_uuid } }))
+  done(
+    'createErrorLog',
+    await sdk.createErrorLog({
+      client,
+      headers: key('mistake'),
+      body: { ...me, message: 'Mixed up slots', conspectus_uuid },
+    }),
+  )
   const logs = await sdk.listErrorLogs({ client, query: { ...me, limit: 10 } })
   done('listErrorLogs', logs)
   if (strict) expect(logs.data?.items.length === 1 && logs.data.next_cursor === null, 'one logged mistake')
 
-  done('ingestDocsSearchEvent', await sdk.ingestDocsSearchEvent({ client, body: { event: 'search_query', emitted_at_ms: Date.now(), query_id: `q-${id}` } }))
-  done('ingestDocsSearchEventBatch', await sdk.ingestDocsSearchEventBatch({ client, body: { events: [{ event: 'search_result_click', emitted_at_ms: Date.now(), query_id: `q-${id}` }] } }))
-  done('getDocsSearchTelemetryMetrics', await sdk.getDocsSearchTelemetryMetrics({ client, query: { window_minutes: 60 } }))
+  done(
+    'ingestDocsSearchEvent',
+    await sdk.ingestDocsSearchEvent({
+      client,
+      body: { event: 'search_query', emitted_at_ms: Date.now(), query_id: `q-${id}` },
+    }),
+  )
+  done(
+    'ingestDocsSearchEventBatch',
+    await sdk.ingestDocsSearchEventBatch({
+      client,
+      body: { events: [{ event: 'search_result_click', emitted_at_ms: Date.now(), query_id: `q-${id}` }] },
+    }),
+  )
+  done(
+    'getDocsSearchTelemetryMetrics',
+    await sdk.getDocsSearchTelemetryMetrics({ client, query: { window_minutes: 60 } }),
+  )
   done('eraseDocsSearchSession', await sdk.eraseDocsSearchSession({ client, path: { session_id: 'walk-session' } }))
   return r.calls
 }

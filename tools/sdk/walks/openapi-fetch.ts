@@ -14,42 +14,95 @@ export async function walk(baseUrl: string, apiKey: string, id: string, strict: 
   r.record('getOpenApiDocument', (await client.GET('/openapi.json')).response)
   r.record('getMetrics', (await client.GET('/metrics', { parseAs: 'text' })).response)
 
-  const created = await client.POST('/api/v1/user', { params: { header: key('user') }, body: { ...me, full_name: 'SDK Walker', timezone: 'Europe/Berlin' } })
+  const created = await client.POST('/api/v1/user', {
+    params: { header: key('user') },
+    body: { ...me, full_name: 'SDK Walker', timezone: 'Europe/Berlin' },
+  })
   r.record('createUser', created.response)
   expect(created.data?.client_uuid, 'createUser data')
   const path = { path: me }
   const read = await client.GET('/api/v1/user/{system_uuid}/{system_user_id}', { params: path })
   r.record('getUserBySystemUserId', read.response)
   if (strict) expect(read.data?.client_uuid === created.data?.client_uuid, 'read the created user')
-  const put = await client.PUT('/api/v1/user/{system_uuid}/{system_user_id}', { params: { ...path, header: key('put') }, body: { full_name: 'SDK Walker', timezone: 'Europe/Berlin' } })
+  const put = await client.PUT('/api/v1/user/{system_uuid}/{system_user_id}', {
+    params: { ...path, header: key('put') },
+    body: { full_name: 'SDK Walker', timezone: 'Europe/Berlin' },
+  })
   r.record('updateUserBySystemUserId', put.response)
-  const patched = await client.PATCH('/api/v1/user/{system_uuid}/{system_user_id}', { params: { ...path, header: key('patch') }, body: { username: 'walker' } })
+  const patched = await client.PATCH('/api/v1/user/{system_uuid}/{system_user_id}', {
+    params: { ...path, header: key('patch') },
+    body: { username: 'walker' },
+  })
   r.record('patchUserBySystemUserId', patched.response)
   if (strict) expect(patched.data?.username === 'walker', 'patch user')
 
   const note = await client.POST('/api/v1/conspectuses', {
     params: { header: key('note') },
-    body: { ...me, title: 'Walk', cue_sheet: { topic: 'SDKs' }, dense_paragraph: 'Generated clients keep partners honest.', bullets: ['typed'] },
+    body: {
+      ...me,
+      title: 'Walk',
+      cue_sheet: { topic: 'SDKs' },
+      dense_paragraph: 'Generated clients keep partners honest.',
+      bullets: ['typed'],
+    },
   })
   r.record('createConspectus', note.response)
   const conspectus_uuid = note.data?.conspectus_uuid ?? ''
   const owned = { query: { ...me, as_of: FAR_FUTURE } }
   r.record('listDueConspectuses', (await client.GET('/api/v1/conspectuses/due', { params: owned })).response)
-  const edited = await client.PATCH('/api/v1/conspectuses/{conspectus_uuid}', { params: { path: { conspectus_uuid }, header: key('edit') }, body: { ...me, title: 'Walk (edited)' } })
+  const edited = await client.PATCH('/api/v1/conspectuses/{conspectus_uuid}', {
+    params: { path: { conspectus_uuid }, header: key('edit') },
+    body: { ...me, title: 'Walk (edited)' },
+  })
   r.record('patchConspectus', edited.response)
-  const reviewed = await client.POST('/api/v1/conspectuses/{conspectus_uuid}/actions/review', { params: { path: { conspectus_uuid }, header: key('review') }, body: { ...me, outcome: 'remembered' } })
+  const reviewed = await client.POST('/api/v1/conspectuses/{conspectus_uuid}/actions/review', {
+    params: { path: { conspectus_uuid }, header: key('review') },
+    body: { ...me, outcome: 'remembered' },
+  })
   r.record('reviewConspectus', reviewed.response)
   if (strict) expect(reviewed.data?.slot === 'B', 'review moves to B')
   r.record('getScheduleSummary', (await client.GET('/api/v1/schedule/summary', { params: owned })).response)
 
-  r.record('createErrorLog', (await client.POST('/api/v1/errors', { params: { header: key('mistake') }, body: { ...me, message: 'Mixed up slots', conspectus_uuid } })).response)
+  r.record(
+    'createErrorLog',
+    (
+      await client.POST('/api/v1/errors', {
+        params: { header: key('mistake') },
+        body: { ...me, message: 'Mixed up slots', conspectus_uuid },
+      })
+    ).response,
+  )
   const logs = await client.GET('/api/v1/errors', { params: { query: { ...me, limit: 10 } } })
   r.record('listErrorLogs', logs.response)
   if (strict) expect(logs.data?.items.length === 1 && logs.data.next_cursor === null, 'one logged mistake')
 
-  r.record('ingestDocsSearchEvent', (await client.POST('/api/v1/telemetry/docs-search', { body: { event: 'search_query', emitted_at_ms: Date.now(), query_id: `q-${id}` } })).response)
-  r.record('ingestDocsSearchEventBatch', (await client.POST('/api/v1/telemetry/docs-search/batch', { body: { events: [{ event: 'search_result_click', emitted_at_ms: Date.now(), query_id: `q-${id}` }] } })).response)
-  r.record('getDocsSearchTelemetryMetrics', (await client.GET('/api/v1/telemetry/docs-search/metrics', { params: { query: { window_minutes: 60 } } })).response)
-  r.record('eraseDocsSearchSession', (await client.DELETE('/api/v1/telemetry/docs-search/sessions/{session_id}', { params: { path: { session_id: 'walk-session' } } })).response)
+  r.record(
+    'ingestDocsSearchEvent',
+    (
+      await client.POST('/api/v1/telemetry/docs-search', {
+        body: { event: 'search_query', emitted_at_ms: Date.now(), query_id: `q-${id}` },
+      })
+    ).response,
+  )
+  r.record(
+    'ingestDocsSearchEventBatch',
+    (
+      await client.POST('/api/v1/telemetry/docs-search/batch', {
+        body: { events: [{ event: 'search_result_click', emitted_at_ms: Date.now(), query_id: `q-${id}` }] },
+      })
+    ).response,
+  )
+  r.record(
+    'getDocsSearchTelemetryMetrics',
+    (await client.GET('/api/v1/telemetry/docs-search/metrics', { params: { query: { window_minutes: 60 } } })).response,
+  )
+  r.record(
+    'eraseDocsSearchSession',
+    (
+      await client.DELETE('/api/v1/telemetry/docs-search/sessions/{session_id}', {
+        params: { path: { session_id: 'walk-session' } },
+      })
+    ).response,
+  )
   return r.calls
 }

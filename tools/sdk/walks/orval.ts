@@ -21,14 +21,39 @@ export async function walk(_baseUrl: string, apiKey: string, id: string, strict:
   expect(created.status === 201 && created.data.client_uuid, 'createUser data')
   const read = await api.getUserBySystemUserId(me.system_uuid, me.system_user_id, undefined, auth)
   done('getUserBySystemUserId', read)
-  if (strict) expect(read.status === 200 && created.status === 201 && read.data.client_uuid === created.data.client_uuid, 'read the created user')
-  done('updateUserBySystemUserId', await api.updateUserBySystemUserId(me.system_uuid, me.system_user_id, { full_name: 'SDK Walker', timezone: 'Europe/Berlin' }, key('put'), auth))
-  const patched = await api.patchUserBySystemUserId(me.system_uuid, me.system_user_id, { username: 'walker' }, key('patch'), auth)
+  if (strict)
+    expect(
+      read.status === 200 && created.status === 201 && read.data.client_uuid === created.data.client_uuid,
+      'read the created user',
+    )
+  done(
+    'updateUserBySystemUserId',
+    await api.updateUserBySystemUserId(
+      me.system_uuid,
+      me.system_user_id,
+      { full_name: 'SDK Walker', timezone: 'Europe/Berlin' },
+      key('put'),
+      auth,
+    ),
+  )
+  const patched = await api.patchUserBySystemUserId(
+    me.system_uuid,
+    me.system_user_id,
+    { username: 'walker' },
+    key('patch'),
+    auth,
+  )
   done('patchUserBySystemUserId', patched)
   if (strict) expect(patched.status === 200 && patched.data.username === 'walker', 'patch user')
 
   const note = await api.createConspectus(
-    { ...me, title: 'Walk', cue_sheet: { topic: 'SDKs' }, dense_paragraph: 'Generated clients keep partners honest.', bullets: ['typed'] },
+    {
+      ...me,
+      title: 'Walk',
+      cue_sheet: { topic: 'SDKs' },
+      dense_paragraph: 'Generated clients keep partners honest.',
+      bullets: ['typed'],
+    },
     key('note'),
     auth,
   )
@@ -36,20 +61,48 @@ export async function walk(_baseUrl: string, apiKey: string, id: string, strict:
   const conspectusUuid = note.status === 201 ? note.data.conspectus_uuid : ''
   const owned = { ...me, as_of: FAR_FUTURE }
   done('listDueConspectuses', await api.listDueConspectuses(owned, undefined, auth))
-  done('patchConspectus', await api.patchConspectus(conspectusUuid, { ...me, title: 'Walk (edited)' }, key('edit'), auth))
+  done(
+    'patchConspectus',
+    await api.patchConspectus(conspectusUuid, { ...me, title: 'Walk (edited)' }, key('edit'), auth),
+  )
   const reviewed = await api.reviewConspectus(conspectusUuid, { ...me, outcome: 'remembered' }, key('review'), auth)
   done('reviewConspectus', reviewed)
   if (strict) expect(reviewed.status === 200 && reviewed.data.slot === 'B', 'review moves to B')
   done('getScheduleSummary', await api.getScheduleSummary(owned, undefined, auth))
 
-  done('createErrorLog', await api.createErrorLog({ ...me, message: 'Mixed up slots', conspectus_uuid: conspectusUuid }, key('mistake'), auth))
+  done(
+    'createErrorLog',
+    await api.createErrorLog(
+      { ...me, message: 'Mixed up slots', conspectus_uuid: conspectusUuid },
+      key('mistake'),
+      auth,
+    ),
+  )
   const logs = await api.listErrorLogs({ ...me, limit: 10 }, undefined, auth)
   done('listErrorLogs', logs)
-  if (strict) expect(logs.status === 200 && logs.data.items.length === 1 && logs.data.next_cursor === null, 'one logged mistake')
+  if (strict)
+    expect(logs.status === 200 && logs.data.items.length === 1 && logs.data.next_cursor === null, 'one logged mistake')
 
-  done('ingestDocsSearchEvent', await api.ingestDocsSearchEvent({ event: 'search_query', emitted_at_ms: Date.now(), query_id: `q-${id}` }, undefined, auth))
-  done('ingestDocsSearchEventBatch', await api.ingestDocsSearchEventBatch({ events: [{ event: 'search_result_click', emitted_at_ms: Date.now(), query_id: `q-${id}` }] }, undefined, auth))
-  done('getDocsSearchTelemetryMetrics', await api.getDocsSearchTelemetryMetrics({ window_minutes: 60 }, undefined, auth))
+  done(
+    'ingestDocsSearchEvent',
+    await api.ingestDocsSearchEvent(
+      { event: 'search_query', emitted_at_ms: Date.now(), query_id: `q-${id}` },
+      undefined,
+      auth,
+    ),
+  )
+  done(
+    'ingestDocsSearchEventBatch',
+    await api.ingestDocsSearchEventBatch(
+      { events: [{ event: 'search_result_click', emitted_at_ms: Date.now(), query_id: `q-${id}` }] },
+      undefined,
+      auth,
+    ),
+  )
+  done(
+    'getDocsSearchTelemetryMetrics',
+    await api.getDocsSearchTelemetryMetrics({ window_minutes: 60 }, undefined, auth),
+  )
   done('eraseDocsSearchSession', await api.eraseDocsSearchSession('walk-session', undefined, auth))
   return r.calls
 }
