@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: key api-compat sdk-check smoke-node24 bench-tools bench-scale bench-hostile bench-cpu bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+.PHONY: format key api-compat sdk-check smoke-node24 bench-tools bench-scale bench-hostile bench-cpu bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
 
 NPM_STAMP := node_modules/.package-lock.json
 
@@ -40,6 +40,10 @@ generate: node_modules
 check-generated: generate
 	@git diff --exit-code --stat -- generated/ || (echo "generated/ is stale: run 'make generate' and commit it" && exit 1)
 	@test -z "$$(git status --porcelain -- generated/)" || (git status --porcelain -- generated/ && echo "generated/ has untracked files: run 'make generate' and commit it" && exit 1)
+
+## Biome writes its formatting into the code (make lint checks it).
+format: node_modules
+	npx biome format --write
 
 typecheck: node_modules
 	npm run typecheck
