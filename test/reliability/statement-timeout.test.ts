@@ -25,11 +25,14 @@ t.test('a read blocked past statement_timeout answers 503', async (t) => {
   t.teardown(() => locker.end({ timeout: 1 }))
   let release!: () => void
   const released = new Promise<void>((r) => (release = r))
+  let locked!: () => void
+  const isLocked = new Promise<void>((r) => (locked = r))
   const holding = locker.begin(async (tx) => {
     await tx`lock table users in access exclusive mode`
+    locked()
     await released
   })
-  await new Promise((r) => setTimeout(r, 100))
+  await isLocked
 
   const res = await app.inject({ method: 'GET', url, headers: { 'x-api-key': 'k' } })
   release()
