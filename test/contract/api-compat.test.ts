@@ -20,7 +20,7 @@ function gate(revision?: string, releasedDir?: string): Promise<{ status: number
     let out = ''
     child.stdout.on('data', (d) => (out += d))
     child.stderr.on('data', (d) => (out += d))
-    child.on('exit', (status) => resolve({ status, out }))
+    child.on('close', (status) => resolve({ status, out })) // 'close': after stdout and stderr are drained
   })
 }
 
@@ -123,7 +123,7 @@ t.test('the gate fails a change without a version move, and breaking changes unl
       let out = ''
       child.stdout.on('data', (d) => (out += d))
       child.stderr.on('data', (d) => (out += d))
-      child.on('exit', (status) => resolve({ status, out }))
+      child.on('close', (status) => resolve({ status, out })) // 'close': after stdout and stderr are drained
     }),
   ])
   t.equal(releasedMajor.status, 0, `once released, the new major is the base and passes: ${releasedMajor.out}`)
