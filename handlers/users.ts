@@ -35,7 +35,7 @@ async function applyChanges(repos: Repositories, key: UserKey, changes: UserChan
   try {
     const user = await repos.users.update(key, changes)
     if (!user) throw appError('USER_NOT_FOUND')
-    return { status: 200, body: user }
+    return { status: 200 as const, body: user }
   } catch (err) {
     if (err instanceof UserKeyConflict) throw appError('USER_SYSTEM_KEY_CONFLICT')
     throw err

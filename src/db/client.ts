@@ -3,7 +3,10 @@ import postgres from 'postgres'
 
 export type Sql = postgres.Sql<Record<string, never>>
 export type TransactionSql = postgres.TransactionSql<Record<string, never>>
-export type Db = Sql | TransactionSql
+/** A connection of the pool held by one caller until `release()`. */
+export type ReservedSql = postgres.ReservedSql<Record<string, never>>
+/** Where statements run: the pool, a reserved connection or a postgres.js transaction. */
+export type Db = Sql | ReservedSql | TransactionSql
 
 export interface ClientOptions {
   max?: number

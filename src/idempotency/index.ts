@@ -3,24 +3,26 @@
 // 1. an answer stored for the triple is replayed (same body hash: its status and JSON bytes, with
 //    `Idempotent-Replayed: true` and the echoed `Idempotency-Key`) or refused with 409;
 // 2. otherwise the work and its answer's record run in one transaction. The record's primary key
-//    lets one transaction per triple commit: a concurrent twin waits on it, finds it taken, rolls
-//    back its own work and replays the first answer (or gets 409). A business error rolls back
-//    too, so only 2xx answers are stored; one met while waiting on a twin (its user row, its slot
-//    move) gives way to the twin's answer when there is one.
-// The work runs once per request. A handler's `read` (the owner of a write: 404 when there is
-// none) is sent in the same round trip as step 1 and only decides when no answer is stored; the
-// work receives what it returned.
+//    lets one transaction per triple commit: a concurrent twin waits on it, fails to store its
+//    answer, rolls back its own work and replays the first answer (or gets 409). A business error
+//    rolls back too, so only 2xx answers are stored; one met while waiting on a twin (its user row,
+//    its slot move) gives way to the twin's answer when there is one.
+// The work runs once per request, twice only when an expired record the purge has not reached
+// yet held the triple (it is removed, and the write runs again). A handler's `read` (the owner of
+// a write: 404 when there is none) is sent in the same round trip as step 1 and only decides when
+// no answer is stored; the work receives what it returned.
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { PendingQuery, Row } from 'postgres'
 import type { Db } from '../db/client.js'
 import { AppError, appError } from '../errors.js'
 import { idempotencyKeyError } from './key.js'
-import { findAnswer, storeAnswer, type RecordKey, type StoredAnswer } from './records.js'
+import { answerRecord, deleteExpired, findAnswer, isKeyTaken, type RecordKey, type StoredAnswer } from './records.js'
 import { requestHash } from './request-hash.js'
 import { idempotencyScope } from './scope.js'
 
-/** A write's answer: its status (2xx) and body, serialized by the route's response schema. */
+/** A write's answer: its success status (errors are thrown) and body, serialized by the route's response schema. */
 export interface WriteResult<T> {
-  status: number
+  status: 200 | 201 | 202
   body: T
 }
 
@@ -35,14 +37,14 @@ export interface AnswerIdempotently<Tx> {
   ): Promise<string>
 }
 
-/** What idempotency needs of the database: the pool, and a transaction whose context carries its sql. */
+/**
+ * What idempotency needs of the database: the pool, and a transaction whose context carries its
+ * sql and which ends with a statement built from the work's result (the answer's record).
+ */
 export interface IdempotencyDatabase<Tx extends { sql: Db }> {
   sql: Db
-  begin<R>(work: (tx: Tx) => Promise<R>): Promise<R>
+  transaction<R>(work: (tx: Tx) => Promise<R>, close: (tx: Tx, result: R) => PendingQuery<Row[]>): Promise<R>
 }
-
-/** Thrown inside the transaction when a twin's record holds the triple: rolls the work back. */
-const KEY_TAKEN = Symbol('key taken')
 
 export function createIdempotency<Tx extends { sql: Db }>(
   db: IdempotencyDatabase<Tx>,
@@ -87,25 +89,33 @@ export function createIdempotency<Tx extends { sql: Db }>(
       ? (tx: Tx) => workAfterRead(tx, read)
       : (readOrWork as (tx: Tx) => Promise<WriteResult<T>>)
 
-    try {
-      const answer = await db.begin(async (tx) => {
-        const result = await work(tx)
-        const json = reply.serializeInput(
-          result.body as Record<string, unknown>,
-          String(result.status),
-          'application/json',
-        ) as string
-        const is2xx = result.status >= 200 && result.status < 300
-        if (is2xx && !(await storeAnswer(tx.sql, who, hash, result.status, json, ttlHours))) throw KEY_TAKEN
-        return { status: result.status, json }
-      })
-      return send(answer.status, answer.json, false)
-    } catch (err) {
-      if (err !== KEY_TAKEN && !(err instanceof AppError)) throw err
-      const winner = await findAnswer(db.sql, who)
-      if (winner) return replay(winner)
-      // The record that held the key expired meanwhile: the client may retry.
-      throw err === KEY_TAKEN ? appError('IDEMPOTENCY_REQUEST_IN_PROGRESS') : err
+    const write = () =>
+      db.transaction(
+        async (tx) => {
+          const result = await work(tx)
+          const json = reply.serializeInput(
+            result.body as Record<string, unknown>,
+            String(result.status),
+            'application/json',
+          ) as string
+          return { status: result.status, json }
+        },
+        (tx, answer) => answerRecord(tx.sql, who, hash, answer.status, answer.json, ttlHours),
+      )
+
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const answer = await write()
+        return send(answer.status, answer.json, false)
+      } catch (err) {
+        if (!isKeyTaken(err) && !(err instanceof AppError)) throw err
+        const winner = await findAnswer(db.sql, who)
+        if (winner) return replay(winner)
+        if (!isKeyTaken(err)) throw err
+        // No answer, yet a record held the triple: an expired one (gone now, so write again), or
+        // one that expired after it made this write wait (the client may retry).
+        if (attempt > 1 || !(await deleteExpired(db.sql, who))) throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
+      }
     }
   }
 }

@@ -29,25 +29,26 @@ export async function findAnswer(db: Db, r: RecordKey): Promise<StoredAnswer | u
 }
 
 /**
- * Stores an answer; false when an unexpired record holds the triple. A transaction holding it
- * uncommitted is waited for (the primary key); an expired record the purge has not reached yet
- * is taken over.
+ * The statement storing an answer, built but not sent (the transaction sends it with its COMMIT).
+ * It fails with a unique violation when a record holds the triple: a twin's, committed or not (a
+ * transaction holding it uncommitted is waited for), or an expired one the purge has not reached.
  */
-export async function storeAnswer(
-  db: Db,
-  r: RecordKey,
-  hash: string,
-  status: number,
-  json: string,
-  ttlHours: number,
-): Promise<boolean> {
-  const rows = await db`
+export function answerRecord(db: Db, r: RecordKey, hash: string, status: number, json: string, ttlHours: number) {
+  return db`
     insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-    values (${r.keyId}, ${r.scope}, ${r.key}, ${hash}, ${status}, ${json}, now() + make_interval(hours => ${ttlHours}))
-    on conflict (key_id, scope, idempotency_key) do update
-      set request_hash = excluded.request_hash, status_code = excluded.status_code, response_body = excluded.response_body,
-          created_at = excluded.created_at, expires_at = excluded.expires_at
-      where idempotency_records.expires_at <= now()
+    values (${r.keyId}, ${r.scope}, ${r.key}, ${hash}, ${status}, ${json}, now() + make_interval(hours => ${ttlHours}))`
+}
+
+/** True for answerRecord()'s failure: another record holds the triple. */
+export const isKeyTaken = (err: unknown): boolean =>
+  (err as { code?: string } | null)?.code === '23505' &&
+  (err as { constraint_name?: string }).constraint_name === 'idempotency_records_pkey'
+
+/** Removes the triple's record if it has expired (the purge has not reached it yet); true when one went. */
+export async function deleteExpired(db: Db, r: RecordKey): Promise<boolean> {
+  const rows = await db`
+    delete from idempotency_records
+    where key_id = ${r.keyId} and scope = ${r.scope} and idempotency_key = ${r.key} and expires_at <= now()
     returning 1`
   return rows.length === 1
 }

@@ -124,11 +124,11 @@ t.test('pool gauges count held transactions and operations waiting on PostgreSQL
   t.teardown(() => app.close())
   const scrape = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body
 
-  const inside = await app.db.begin(async () => sample(await scrape(), 'db_pool_reserved_connections'))
+  const inside = await app.db.transaction(async () => sample(await scrape(), 'db_pool_reserved_connections'))
   t.equal(inside, 1, 'a transaction is counted while it holds its connection')
   t.equal(sample(await scrape(), 'db_pool_reserved_connections'), 0, 'and no longer once it has ended')
   await app.db
-    .begin(async () => {
+    .transaction(async () => {
       throw new Error('rolled back')
     })
     .catch(() => {})

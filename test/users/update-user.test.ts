@@ -144,6 +144,9 @@ t.test('expired idempotency records are ignored, taken over and purged', async (
   t.equal(fresh.statusCode, 200, 'a different body with an expired key is a new write, not a 409')
   t.equal(fresh.json().username, 'second')
   t.equal(fresh.headers['idempotent-replayed'], undefined)
+  const again = await api.patch(url, { username: 'second' }, key)
+  t.equal(again.headers['idempotent-replayed'], 'true', 'the new write stored its own answer in place of the expired one')
+  t.equal(again.body, fresh.body)
 
   const other = newKey()
   await api.patch(url, { username: 'third' }, other)

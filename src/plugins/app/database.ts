@@ -1,7 +1,11 @@
 import fp from 'fastify-plugin'
-import type { Sql, TransactionSql } from '../../db/client.js'
+import type { PendingQuery, Row } from 'postgres'
+import type { ReservedSql, Sql } from '../../db/client.js'
 import { PoolUsage } from '../../db/pool-usage.js'
 import { createRepositories, type Repositories } from '../../repositories/index.js'
+
+/** The statement a transaction ends with, built but not sent: `transaction` sends it with COMMIT. */
+export type ClosingStatement = PendingQuery<Row[]>
 
 export interface Database {
   sql: Sql
@@ -10,13 +14,20 @@ export interface Database {
   usage: PoolUsage
   /** Repositories over the pool, for single-statement work. */
   repos: Repositories
-  /** Runs `work` in one transaction (postgres.js `sql.begin`): committed when it resolves, rolled back when it throws. */
-  begin<R>(work: (tx: Transaction) => Promise<R>): Promise<R>
+  /**
+   * Runs `work`, then the statement `close` builds from its result, in one transaction on a
+   * connection of its own, and resolves to work's result once committed. Work's or the closing
+   * statement's error rolls the transaction back and is rethrown.
+   */
+  transaction<R>(
+    work: (tx: Transaction) => Promise<R>,
+    close?: (tx: Transaction, result: R) => ClosingStatement,
+  ): Promise<R>
 }
 
 /** A transaction's statements: raw, and through the repositories. */
 export interface Transaction {
-  sql: TransactionSql
+  sql: ReservedSql
   repos: Repositories
 }
 
@@ -31,26 +42,55 @@ export default fp<{ sql: Sql }>(
   async (fastify, { sql }) => {
     const observe = fastify.observeDbOperation
     const usage = new PoolUsage()
+
+    // Pipelined (postgres.js sends statements queued on one connection without waiting for the
+    // answers): BEGIN travels with work's first statement, and the closing statement with COMMIT,
+    // so the transaction adds no round trip to its statements'. Order is what makes it one
+    // transaction: a connection runs its statements in the order they were executed, so the
+    // closing statement is executed first and COMMIT right behind it, in one synchronous step.
+    // If the closing statement fails, PostgreSQL answers that COMMIT with a rollback.
+    async function transaction<R>(
+      work: (tx: Transaction) => Promise<R>,
+      close?: (tx: Transaction, result: R) => ClosingStatement,
+    ): Promise<R> {
+      usage.waiting++
+      let reserved: ReservedSql
+      try {
+        reserved = await sql.reserve()
+      } finally {
+        usage.waiting--
+      }
+      usage.reserved++
+      const tx: Transaction = { sql: reserved, repos: createRepositories(reserved, observe, usage) }
+      try {
+        const begun = reserved`begin`.execute()
+        let result: R
+        let closing: ClosingStatement | undefined
+        try {
+          result = await work(tx)
+          await begun
+          closing = close?.(tx, result)
+        } catch (err) {
+          await begun.catch(() => {})
+          await reserved`rollback`.catch(() => {})
+          throw err
+        }
+        const [closed, committed] = await Promise.allSettled([closing?.execute(), reserved`commit`.execute()])
+        if (closed.status === 'rejected') throw closed.reason
+        if (committed.status === 'rejected') throw committed.reason
+        return result
+      } finally {
+        reserved.release()
+        usage.reserved--
+      }
+    }
+
     const db: Database = {
       sql,
       maxConnections: sql.options.max,
       usage,
       repos: createRepositories(sql, observe, usage),
-      async begin<R>(work: (tx: Transaction) => Promise<R>): Promise<R> {
-        usage.waiting++
-        let holding = false
-        try {
-          return (await sql.begin((tx) => {
-            usage.waiting--
-            usage.reserved++
-            holding = true
-            return work({ sql: tx, repos: createRepositories(tx, observe, usage) })
-          })) as R
-        } finally {
-          if (holding) usage.reserved--
-          else usage.waiting--
-        }
-      },
+      transaction,
     }
     fastify.decorate('db', db)
   },
