@@ -37,6 +37,12 @@ const run = (label: string, cmd: string, args: string[], env: Record<string, str
   }
   console.log(`ok   ${label} (${((Date.now() - started) / 1000).toFixed(1)} s)`)
 }
+/** A partner's strict compile of one file: what a TypeScript client project with `strict` sees. */
+const compileStrict = (label: string, file: string) =>
+  run(`tsc --strict: ${label}`, bin('tsc'), [
+    ...['--strict', '--noEmit', '--skipLibCheck', '--target', 'es2022', '--module', 'esnext'],
+    ...['--moduleResolution', 'bundler', '--lib', 'es2022,dom', '--types', 'node', file],
+  ])
 
 let failures = 0
 function checkWalk(label: string, calls: Call[], operationIds: string[]) {
@@ -112,25 +118,7 @@ try {
 
   const walks = ['openapi-fetch', 'hey-api', 'orval', 'client-1.1.1']
   for (const walk of walks) {
-    const tscArgs = [
-      '--strict',
-      '--noEmit',
-      '--skipLibCheck',
-      '--target',
-      'es2022',
-      '--module',
-      'esnext',
-      '--moduleResolution',
-      'bundler',
-      '--lib',
-      'es2022,dom',
-      '--types',
-      'node',
-    ]
-    run(`tsc --strict: ${walk} walk and its generated client`, bin('tsc'), [
-      ...tscArgs,
-      path.join(sdkDir, `walks/${walk}.ts`),
-    ])
+    compileStrict(`${walk} walk and its generated client`, path.join(sdkDir, `walks/${walk}.ts`))
   }
   for (const walk of walks) {
     const { walk: go } = await import(pathToFileURL(path.join(sdkDir, `walks/${walk}.ts`)).href)
@@ -165,26 +153,8 @@ try {
   })
   console.log(`ok   docs/integrators.md commands, as written (${((Date.now() - started) / 1000).toFixed(1)} s)`)
   const client = path.join(docDir, 'examples/client')
-  const strictArgs = [
-    '--strict',
-    '--noEmit',
-    '--skipLibCheck',
-    '--target',
-    'es2022',
-    '--module',
-    'esnext',
-    '--moduleResolution',
-    'bundler',
-    '--lib',
-    'es2022,dom',
-    '--types',
-    'node',
-  ]
   for (const generated of ['api.ts', 'hey-api/index.ts', 'orval/client.ts']) {
-    run(`tsc --strict: ${generated} from the docs/integrators.md commands`, bin('tsc'), [
-      ...strictArgs,
-      path.join(client, generated),
-    ])
+    compileStrict(`${generated} from the docs/integrators.md commands`, path.join(client, generated))
   }
 
   // Prism does not know the spec's own `iana-time-zone` format (our Ajv enforces it).
