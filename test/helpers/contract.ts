@@ -2,17 +2,15 @@
 // declared for the operation, the body must match the declared schema and every header the
 // spec marks required must be present. Every error code in a body must be one the served
 // document lists for that operation and status (src/docs/operation-errors.ts).
-import { readFileSync } from 'node:fs'
-import { parse } from 'yaml'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import type { ValidateFunction } from 'ajv'
 import { schemas, schemaId } from '../../generated/schemas.js'
 import { addProjectFormats } from '../../src/validation/formats.js'
-import { specPath } from '../../src/paths.js'
+import { readSpec } from '../../src/spec.js'
 import { errorCodesByOperation } from '../../src/docs/operation-errors.js'
 
-const spec = parse(readFileSync(specPath, 'utf8'))
+const spec = readSpec()
 const listedCodes = errorCodesByOperation(spec)
 const ajv = new Ajv2020({ strict: false, allErrors: true, allowUnionTypes: true })
 addFormats.default(ajv)

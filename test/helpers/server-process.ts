@@ -54,7 +54,8 @@ export async function startServer(
   let log = ''
   child.stdout!.on('data', (d) => (log += d))
   child.stderr!.on('data', (d) => (log += d))
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  // 'close', not 'exit': by then stdout and stderr are drained, so output() holds the last lines.
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)))
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   })

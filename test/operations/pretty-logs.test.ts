@@ -26,7 +26,7 @@ t.test('pino-pretty lines on a terminal', async (t) => {
   })
   let output = ''
   child.stdout!.on('data', (d) => (output += d))
-  const exited = new Promise((resolve) => child.on('exit', resolve))
+  const exited = new Promise((resolve) => child.on('close', resolve)) // after stdout is drained
   t.teardown(() => {
     if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL')
   })

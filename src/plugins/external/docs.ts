@@ -1,10 +1,8 @@
-import { readFileSync } from 'node:fs'
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
-import { parse } from 'yaml'
-import { specPath } from '../../paths.js'
+import { readSpec } from '../../spec.js'
 import { buildServedDocument } from '../../docs/served-document.js'
 import { swaggerUiConfig } from '../../library-types.js'
 
@@ -33,7 +31,7 @@ export function escapesStaticFolder(url: string): boolean {
  */
 export default fp(
   async (fastify) => {
-    const document = buildServedDocument(parse(readFileSync(specPath, 'utf8')))
+    const document = buildServedDocument(readSpec())
     await fastify.register(swagger, { mode: 'static', specification: { document } })
     await fastify.register(async (scope) => {
       scope.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import openapiGlue from 'fastify-openapi-glue'
-import { specPath } from '../../paths.js'
+import { readSpec } from '../../spec.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -15,7 +15,7 @@ declare module 'fastify' {
  */
 export default fp<{ serviceHandlers: object }>(
   async (fastify, { serviceHandlers }) => {
-    await fastify.register(openapiGlue, { specification: specPath, serviceHandlers })
+    await fastify.register(openapiGlue, { specification: readSpec(), serviceHandlers })
   },
   { name: 'routes', dependencies: ['config', 'database', 'request-pipeline', 'load-shedding', 'error-handler'] },
 )
