@@ -1,5 +1,6 @@
 // Errors that mean "the database cannot answer right now" (answered as 503, not 500): it is
-// unreachable, shutting down, or too slow (a statement cancelled by its statement_timeout).
+// unreachable, shutting down, out of a resource (no connection slot left, memory, disk), or too
+// slow (a statement cancelled by its statement_timeout).
 const NETWORK_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -18,11 +19,12 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (!err || typeof err !== 'object') return false
   const code = (err as { code?: unknown }).code
   if (typeof code !== 'string') return false
-  // SQLSTATE class 08 (connection exception), 57014 (statement timeout), 57P01..57P03
-  // (shutdown, cannot connect now).
+  // SQLSTATE class 08 (connection exception), class 53 (insufficient resources: 53300 too many
+  // connections), 57014 (statement timeout), 57P01..57P03 (shutdown, cannot connect now).
   return (
     NETWORK_CODES.has(code) ||
     code.startsWith('08') ||
+    code.startsWith('53') ||
     code === '57014' ||
     code === '57P01' ||
     code === '57P02' ||

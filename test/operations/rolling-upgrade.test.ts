@@ -50,9 +50,15 @@ t.test(
       SHUTDOWN_DRAIN_MS: String(CHECK_INTER_MS * 6),
       LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
     })
+    // Every replica started, for its error lines when the balancer saw a 5xx.
+    const replicas: [string, ServerProcess][] = []
+    const named = async (name: string, replica: Promise<ServerProcess>) => {
+      replicas.push([name, await replica])
+      return replicas.at(-1)![1]
+    }
     // The previous release creates the schema (the first one migrates, the second finds it done).
-    const oldA = await startServer(t, env(ports[0]!), oldBuild)
-    const oldB = await startServer(t, env(ports[1]!), oldBuild)
+    const oldA = await named('replica 1 (previous release)', startServer(t, env(ports[0]!), oldBuild))
+    const oldB = await named('replica 2 (previous release)', startServer(t, env(ports[1]!), oldBuild))
     const haproxy = await startPrivateHaproxy(
       t,
       ports.map((p) => `127.0.0.1:${p}`),
@@ -121,7 +127,7 @@ t.test(
     const replaceWithNew = async (old: ServerProcess, port: number, name: string) => {
       old.child.kill('SIGTERM')
       t.equal(await old.exited, 0, `${name} (previous release) drained and exited 0`)
-      const fresh = await startServer(t, env(port))
+      const fresh = await named(`${name} (this version)`, startServer(t, env(port)))
       await inRotation(fresh)
       return fresh
     }
@@ -134,7 +140,7 @@ t.test(
 
     // This version's first replica migrates while the previous release serves.
     phase = 'mixed'
-    const newC = await startServer(t, env(ports[2]!))
+    const newC = await named('replica 3 (this version)', startServer(t, env(ports[2]!)))
     await inRotation(newC)
     const migrated = await db.sql<{ name: string }[]>`select name from schema_migrations order by name`
     t.same(
@@ -155,6 +161,10 @@ t.test(
 
     const statuses = new Map<number, number>()
     for (const w of writes) statuses.set(w.status, (statuses.get(w.status) ?? 0) + 1)
+    if (failures.length > 0)
+      for (const [name, replica] of replicas)
+        for (const line of replica.output().split('\n'))
+          if (/"level":(50|60)/.test(line)) t.comment(`${name}: ${line.slice(0, 600)}`)
     t.same(failures, [], 'no 5xx and no connection error at the balancer')
     t.same([...statuses.keys()], [201], `every write succeeded: ${JSON.stringify([...statuses])}`)
     t.same([...readStatuses.keys()], [200], `every read found its user: ${JSON.stringify([...readStatuses])}`)

@@ -86,3 +86,23 @@ t.test('the database goes away and comes back', async (t) => {
   })
   t.equal(retried.statusCode, 201, 'the write refused during the outage can be retried with its key')
 })
+
+t.test('PostgreSQL refusing connections (too many clients, SQLSTATE 53300) is a 503, not a 500', async (t) => {
+  // A role with no connection left stands for a server at max_connections (same SQLSTATE).
+  await sql`create role capped login connection limit 0`
+  t.teardown(() => sql`drop role capped`)
+  const url = new URL(pg.url)
+  url.username = 'capped'
+  const capped = createClient(url.toString(), { max: 1, connectTimeout: 2 })
+  t.teardown(() => capped.end({ timeout: 1 }))
+  const cappedApp = await buildApp({
+    config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }),
+    sql: capped,
+    logger: false,
+  })
+  t.teardown(() => cappedApp.close())
+  const res = await cappedApp.inject({ method: 'GET', url: userUrl, headers })
+  t.equal(res.statusCode, 503)
+  t.equal(res.json().code, 'COMMON_503')
+  t.equal(res.headers['retry-after'], '5')
+})
