@@ -14,7 +14,7 @@ async function main(config: Config) {
   const tracing = await startTracing()
   let embedded: EmbeddedDatabase | undefined
   if (!config.databaseUrl) embedded = await startEmbeddedDatabase(config.dataDir)
-  const sql = createClient(config.databaseUrl ?? embedded!.url, { max: embedded ? 1 : 10 })
+  const sql = createClient(config.databaseUrl ?? embedded!.url, { max: embedded ? 1 : config.databasePoolMax })
   await migrate(sql)
 
   const app = await buildApp({ config, sql, tracing })

@@ -45,6 +45,8 @@ export async function startServer(
       LOG_LEVEL: 'warn',
       API_KEYS: 'k',
       LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
+      // Several test files start replicas at once on one PostgreSQL (max_connections 100).
+      DATABASE_POOL_MAX: '4',
       ...env,
       PORT: port,
       HOST: '127.0.0.1',

@@ -11,6 +11,7 @@ import { createClient } from '../../src/db/client.js'
 import { requestHash } from '../../src/idempotency/request-hash.js'
 import { projectRoot } from '../../src/paths.js'
 import { createTestDatabase } from '../helpers/database.js'
+import { startServer } from '../helpers/server-process.js'
 import { NO_LOAD_SHEDDING } from '../helpers/app.js'
 
 t.test('defaults: dev profile with the development key', async (t) => {
@@ -23,6 +24,7 @@ t.test('defaults: dev profile with the development key', async (t) => {
     rateLimitWindowMs: 60000,
     bodyLimitBytes: 1048576,
     idempotencyTtlHours: 24,
+    databasePoolMax: 10,
   })
 })
 
@@ -35,6 +37,7 @@ t.test('bad values stop the start with a one-line message', async (t) => {
     [{ BODY_LIMIT_BYTES: '1.5' }, /BODY_LIMIT_BYTES/],
     [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL must be one of/],
     [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL must be a postgres/],
+    [{ DATABASE_POOL_MAX: '0' }, /DATABASE_POOL_MAX must be an integer from 1/],
   ]
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), { constructor: ConfigError, message }, JSON.stringify(env))
@@ -172,4 +175,23 @@ t.test('telemetry events stored before migration 0007 are rolled up by it and co
     queries_with_click: 1,
     median_time_to_first_success_ms: 900,
   })
+})
+
+t.test('DATABASE_POOL_MAX bounds the connections a replica opens to PostgreSQL', async (t) => {
+  const db = await createTestDatabase(t)
+  const server = await startServer(t, { DATABASE_URL: db.url, DATABASE_POOL_MAX: '2', RATE_LIMIT_MAX: '100000' })
+  const owner = { system_user_id: 'pool', system_uuid: '3fa85f64-5717-4562-b3fc-2c963f66afa6' }
+  const headers = { 'x-api-key': 'k', 'content-type': 'application/json' }
+  const writes = Array.from({ length: 30 }, (_, i) =>
+    fetch(`${server.base}/api/v1/user`, {
+      method: 'POST',
+      headers: { ...headers, 'idempotency-key': `pool-${i}` },
+      body: JSON.stringify({ ...owner, system_user_id: `pool-${i}`, full_name: 'P' }),
+    }).then((r) => r.status),
+  )
+  t.same([...new Set(await Promise.all(writes))], [201], 'thirty concurrent writes all succeed')
+  const [open] = await db.sql<{ n: number }[]>`
+    select count(*)::int as n from pg_stat_activity
+    where datname = ${db.name} and application_name = 'study-service' and pid <> pg_backend_pid()`
+  t.ok(open!.n >= 1 && open!.n <= 2, `the replica holds ${open!.n} connections, at most 2`)
 })
