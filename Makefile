@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: format key api-compat sdk-check smoke-node24 bench-tools bench-scale bench-hostile bench-cpu bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+.PHONY: format key api-compat sdk-check smoke-node24 bench-tools bench-scale bench-hostile bench-cpu bench-otel bench-otel-instructions bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
 
 NPM_STAMP := node_modules/.package-lock.json
 
@@ -101,6 +101,14 @@ bench: build
 ## CPU per request on the servers' core, server and PostgreSQL apart: GET user and the replayed POST, on the service and on the ceiling.
 bench-cpu: build
 	taskset -c 1 npx tsx bench/cpu-split.ts
+
+## What tracing costs: the service's CPU per request untraced and at BENCH_OTEL_RATIOS (default 0.1,1) sampling, GET user and POST user (new key), in alternating rounds on the servers' core.
+bench-otel: build
+	taskset -c 1 npx tsx bench/otel-cpu.ts
+
+## The same as instructions per request, counted by valgrind's callgrind (unmoved by other work on the machine; slow: minutes per ratio). BENCH_REQUESTS, BENCH_CONNECTIONS; ratios as arguments: make bench-otel-instructions RATIOS="off 0.1 1".
+bench-otel-instructions: build
+	npx tsx bench/otel-instructions.ts $(RATIOS)
 
 ## Ten minutes of mixed load (SOAK_SECONDS, SOAK_SETUP node-bound or shared): throughput and RSS per minute within ±10 % from the second minute on, beside a fixed piece of work timed on each core (bench/soak.md).
 bench-soak: build

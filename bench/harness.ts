@@ -28,6 +28,9 @@ export const LOAD_CPU = SERVER_CPU === '0' ? '1' : '0'
 export type Setup = 'node-bound' | 'shared'
 export const SETUP_CPU: Record<Setup, string> = { 'node-bound': LOAD_CPU, shared: SERVER_CPU }
 
+/** The Node.js binary the servers run on (BENCH_NODE, e.g. the Docker image's Node 24; default this one). */
+const SERVER_NODE = process.env.BENCH_NODE ?? process.execPath
+
 /** Servers started by startServer, stopped by stopServers (or on an interrupt). */
 const children: ChildProcess[] = []
 
@@ -219,7 +222,7 @@ export async function startServer(
   port: number,
   env: Record<string, string>,
 ): Promise<Server> {
-  const child = spawn('taskset', ['-c', SERVER_CPU, process.execPath, ...args], {
+  const child = spawn('taskset', ['-c', SERVER_CPU, SERVER_NODE, ...args], {
     cwd: projectRoot,
     env: { ...process.env, PORT: String(port), ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -242,8 +245,7 @@ export const benchNodeOptions = (): string[] => (process.env.BENCH_NODE_OPTIONS 
  * exporting OTLP/HTTP (protobuf, batched) to a sink in this driver process that reads and drops
  * every export. Unset: no OTEL_* variable reaches the service (tracing off).
  */
-async function otelEnv(): Promise<Record<string, string>> {
-  const ratio = process.env.BENCH_OTEL
+async function otelEnv(ratio = process.env.BENCH_OTEL): Promise<Record<string, string>> {
   if (!ratio) return {}
   const sink = createHttpServer((req, res) => {
     req.resume()
@@ -260,8 +262,16 @@ async function otelEnv(): Promise<Record<string, string>> {
   }
 }
 
-/** The service as built by `make build`; PROFILE_DIR adds a V8 CPU profile written at exit. */
-export async function startService(databaseUrl: string, port: number, profileDir?: string): Promise<Server> {
+/**
+ * The service as built by `make build`; PROFILE_DIR adds a V8 CPU profile written at exit.
+ * `otel`: the sampling ratio to trace with (default BENCH_OTEL; '' for untraced).
+ */
+export async function startService(
+  databaseUrl: string,
+  port: number,
+  profileDir?: string,
+  otel = process.env.BENCH_OTEL,
+): Promise<Server> {
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : []
   return startServer('service', [...benchNodeOptions(), ...profile, 'dist/src/server.js'], port, {
     DATABASE_URL: databaseUrl,
@@ -269,7 +279,7 @@ export async function startService(databaseUrl: string, port: number, profileDir
     RATE_LIMIT_MAX: '10000000',
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     SHUTDOWN_DRAIN_MS: '0',
-    ...(await otelEnv()),
+    ...(await otelEnv(otel)),
   })
 }
 

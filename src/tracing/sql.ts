@@ -91,27 +91,43 @@ const TRANSACTION: Attributes = { 'db.system.name': 'postgresql', 'db.operation.
 
 const isTemplate = (first: unknown) => Array.isArray((first as { raw?: unknown } | undefined)?.raw)
 
-/** `sql` whose statements (also on reserved connections and in transactions) are traced. */
+/**
+ * `sql` whose statements (also on reserved connections and in transactions) are traced.
+ * A plain function in front of postgres.js' own (not a Proxy, whose traps V8 cannot inline):
+ * every other property (`json`, `array`, `options`, `end`, a reserved connection's `release`)
+ * is postgres.js' own, found through the prototype. A connection reserved or a transaction begun
+ * outside a sampled request is handed over as postgres.js made it: its statements cost nothing.
+ */
 export function traceSql<T extends Sql>(sql: T, tracer: Tracer): T {
-  const unsafe = (...args: Parameters<Sql['unsafe']>) => {
+  const traced = function tracedSql(first: unknown, ...rest: unknown[]) {
+    const result = (sql as unknown as (...args: unknown[]) => unknown)(first, ...rest)
+    // Checked when the statement is made (it is sent in the same request): an unsampled
+    // request's statements are left as they are.
+    if (isTemplate(first) && inRecordingSpan()) traceQuery(result as QueryInternals, tracer)
+    return result
+  }
+  Object.setPrototypeOf(traced, sql)
+  const own = traced as unknown as Record<string, unknown>
+  own.unsafe = (...args: Parameters<Sql['unsafe']>) => {
     const query = sql.unsafe(...args)
     if (inRecordingSpan()) traceQuery(query as unknown as QueryInternals, tracer)
     return query
   }
-  const reserve = async () => {
+  own.reserve = async () => {
+    const recording = inRecordingSpan()
     const reserved = await sql.reserve()
-    return traceSql(reserved as unknown as Sql, tracer)
+    return recording ? traceSql(reserved as unknown as Sql, tracer) : reserved
   }
   // postgres.js sends BEGIN and COMMIT itself, past this wrapper: in a sampled request the
   // transaction is one span from BEGIN to COMMIT, parent of the statements run in it.
-  const begin = (options: unknown, fn?: unknown) => {
+  own.begin = (options: unknown, fn?: unknown) => {
     const work = (fn ?? options) as (tx: Sql) => unknown
-    const traced = (tx: Sql) => work(traceSql(tx, tracer))
-    const run = () => (fn === undefined ? sql.begin(traced as never) : sql.begin(options as string, traced as never))
-    if (!inRecordingSpan()) return run()
+    const begin = (body: (tx: Sql) => unknown) =>
+      fn === undefined ? sql.begin(body as never) : sql.begin(options as string, body as never)
+    if (!inRecordingSpan()) return begin(work)
     return tracer.startActiveSpan('TRANSACTION', { kind: SpanKind.CLIENT, attributes: TRANSACTION }, async (span) => {
       try {
-        return await run()
+        return await begin((tx) => work(traceSql(tx, tracer)))
       } catch (err) {
         span.setStatus({ code: SpanStatusCode.ERROR })
         span.setAttribute('error.type', (err as { code?: string })?.code ?? 'Error')
@@ -121,19 +137,5 @@ export function traceSql<T extends Sql>(sql: T, tracer: Tracer): T {
       }
     })
   }
-  return new Proxy(sql, {
-    apply(target, self, args) {
-      const result = Reflect.apply(target, self, args)
-      // Checked when the statement is made (it is sent in the same request): an unsampled
-      // request's statements are left as they are.
-      if (isTemplate(args[0]) && inRecordingSpan()) traceQuery(result as QueryInternals, tracer)
-      return result
-    },
-    get(target, prop, receiver) {
-      if (prop === 'unsafe') return unsafe
-      if (prop === 'reserve') return reserve
-      if (prop === 'begin') return begin
-      return Reflect.get(target, prop, receiver)
-    },
-  })
+  return traced as unknown as T
 }

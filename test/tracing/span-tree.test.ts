@@ -169,6 +169,18 @@ t.test(
       'the user INSERT, the stored answer last, then COMMIT',
     )
 
+    // One span per request: no span per hook or for the handler (each would cost every request,
+    // sampled or not), so a statement outside the transaction is a child of the server span.
+    t.same(
+      spans.filter((s) => s !== serverSpan && s.kind !== 3).map((s) => s.name),
+      [],
+      'no hook or handler spans: the server span and CLIENT spans only',
+    )
+    t.ok(
+      sqlSpans.filter((s) => s.parentSpanId !== transaction?.spanId).every((s) => s.parentSpanId === serverSpan.spanId),
+      'statements outside the transaction are children of the server span',
+    )
+
     const decision = spans.find((s) => s.name === 'ratelimit decide')
     t.ok(decision && under(decision), 'the rate-limit decision is a child span')
     t.equal(decision?.attributes['db.system.name'], 'redis')

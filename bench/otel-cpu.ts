@@ -1,0 +1,87 @@
+// `make bench-otel`: what tracing costs, as the service's CPU per request (utime + stime from
+// /proc, so other work on a shared machine moves it far less than it moves req/s). Three built
+// services on the servers' core, the same database: untraced, and traced at each ratio of
+// BENCH_OTEL_RATIOS (default 0.1 and 1; parent-based, OTLP/HTTP protobuf to a sink in this
+// process that drops every export). GET user and POST user (new key), in alternating rounds.
+// Throughput-equivalent: untraced µs / traced µs (1.00 = tracing is free).
+import autocannon from 'autocannon'
+import {
+  SERVER_CPU,
+  US_PER_TICK,
+  type Server,
+  busyShare,
+  coreTicks,
+  cpuTicks,
+  createBenchDatabase,
+  median,
+  startService,
+  stopServers,
+} from './harness.js'
+import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
+
+const ROUNDS = Number(process.env.BENCH_RUNS ?? 5)
+const SECONDS = Number(process.env.BENCH_DURATION ?? 4)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
+const RATIOS = (process.env.BENCH_OTEL_RATIOS ?? '0.1,1').split(',').map((r) => r.trim())
+
+const bench = await createBenchDatabase('otelcpu', { vacuumStandIn: false })
+try {
+  bench.setup('node-bound')
+  // BENCH_PROFILE: a folder for V8 CPU profiles, one subfolder per service (bench/profile-summary.ts reads them).
+  const profile = (label: string) => process.env.BENCH_PROFILE && `${process.env.BENCH_PROFILE}/${label}`
+  const services: [string, Server][] = [['untraced', await startService(bench.url, 3611, profile('untraced'), '')]]
+  for (const [i, ratio] of RATIOS.entries())
+    services.push([`${Number(ratio) * 100} %`, await startService(bench.url, 3612 + i, profile(ratio), ratio)])
+  const requests = await createBenchRequests(bench.sql, services[0]![1].base)
+  const cases: [string, () => BenchRequest][] = [
+    ['GET user', requests.getUser],
+    ['POST user (new key)', requests.postNewUser],
+  ]
+  // Per case and service: µs per request of each round, and the core's busy share.
+  const figures = new Map<string, { us: number[]; busy: number[]; rps: number[]; bad: number }>()
+  const key = (c: string, s: string) => `${c}\u0000${s}`
+  for (const [c] of cases) for (const [s] of services) figures.set(key(c, s), { us: [], busy: [], rps: [], bad: 0 })
+
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [caseName, next] of cases) {
+      for (const [name, server] of round % 2 ? [...services].reverse() : services) {
+        await autocannon(loadOptions(server.base, CONNECTIONS, 1, next))
+        const [s0, c0] = [cpuTicks(server.process.pid!), coreTicks(SERVER_CPU)]
+        const result = await autocannon(loadOptions(server.base, CONNECTIONS, SECONDS, next))
+        const [s1, c1] = [cpuTicks(server.process.pid!), coreTicks(SERVER_CPU)]
+        const f = figures.get(key(caseName, name))!
+        f.us.push(((s1 - s0) * US_PER_TICK) / result.requests.total)
+        f.busy.push(busyShare(c0, c1))
+        f.rps.push(result.requests.average)
+        f.bad += result.non2xx + result.errors
+      }
+      // New users pile up: the next round starts from the same table statistics.
+      await bench.settle()
+    }
+  }
+
+  console.log(
+    `| case | service | req/s | server CPU µs/request | untraced µs / this µs | servers' core busy | non-2xx |\n|---|---|---|---|---|---|---|`,
+  )
+  for (const [caseName] of cases) {
+    const base = figures.get(key(caseName, 'untraced'))!
+    for (const [name] of services) {
+      const f = figures.get(key(caseName, name))!
+      // Paired by round: the rounds ran minutes apart on a machine whose load changes.
+      const ratios = f.us.map((us, i) => base.us[i]! / us)
+      const ratio =
+        name === 'untraced'
+          ? '1'
+          : `**${median(ratios).toFixed(2)}** (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`
+      console.log(
+        `| ${caseName} | ${name} | ${Math.round(median(f.rps))} | ${median(f.us).toFixed(0)} | ${ratio} | ${(median(f.busy) * 100).toFixed(0)} % | ${f.bad} |`,
+      )
+    }
+  }
+  console.log(
+    `(${CONNECTIONS} connections; medians of ${ROUNDS} rounds of ${SECONDS} s; PostgreSQL and the load generator on the other core)`,
+  )
+} finally {
+  await stopServers()
+  await bench.drop()
+}
