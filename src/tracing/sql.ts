@@ -87,16 +87,15 @@ function startSpan(query: QueryInternals, tracer: Tracer): void {
   }
 }
 
-const TRANSACTION: Attributes = { 'db.system.name': 'postgresql', 'db.operation.name': 'TRANSACTION' }
-
 const isTemplate = (first: unknown) => Array.isArray((first as { raw?: unknown } | undefined)?.raw)
 
 /**
- * `sql` whose statements (also on reserved connections and in transactions) are traced.
+ * `sql` whose statements (also on reserved connections, where the service runs its transactions) are traced.
  * A plain function in front of postgres.js' own (not a Proxy, whose traps V8 cannot inline):
  * every other property (`json`, `array`, `options`, `end`, a reserved connection's `release`)
- * is postgres.js' own, found through the prototype. A connection reserved or a transaction begun
- * outside a sampled request is handed over as postgres.js made it: its statements cost nothing.
+ * is postgres.js' own, found through the prototype. A connection reserved outside a sampled
+ * request is handed over as postgres.js made it: its statements cost nothing. Transactions are
+ * BEGIN .. COMMIT statements on a reserved connection (src/plugins/app/database.ts), each a span.
  */
 export function traceSql<T extends Sql>(sql: T, tracer: Tracer): T {
   const traced = function tracedSql(first: unknown, ...rest: unknown[]) {
@@ -117,25 +116,6 @@ export function traceSql<T extends Sql>(sql: T, tracer: Tracer): T {
     const recording = inRecordingSpan()
     const reserved = await sql.reserve()
     return recording ? traceSql(reserved as unknown as Sql, tracer) : reserved
-  }
-  // postgres.js sends BEGIN and COMMIT itself, past this wrapper: in a sampled request the
-  // transaction is one span from BEGIN to COMMIT, parent of the statements run in it.
-  own.begin = (options: unknown, fn?: unknown) => {
-    const work = (fn ?? options) as (tx: Sql) => unknown
-    const begin = (body: (tx: Sql) => unknown) =>
-      fn === undefined ? sql.begin(body as never) : sql.begin(options as string, body as never)
-    if (!inRecordingSpan()) return begin(work)
-    return tracer.startActiveSpan('TRANSACTION', { kind: SpanKind.CLIENT, attributes: TRANSACTION }, async (span) => {
-      try {
-        return await begin((tx) => work(traceSql(tx, tracer)))
-      } catch (err) {
-        span.setStatus({ code: SpanStatusCode.ERROR })
-        span.setAttribute('error.type', (err as { code?: string })?.code ?? 'Error')
-        throw err
-      } finally {
-        span.end()
-      }
-    })
   }
   return traced as unknown as T
 }
