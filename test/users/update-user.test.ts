@@ -145,7 +145,11 @@ t.test('expired idempotency records are ignored, taken over and purged', async (
   t.equal(fresh.json().username, 'second')
   t.equal(fresh.headers['idempotent-replayed'], undefined)
   const again = await api.patch(url, { username: 'second' }, key)
-  t.equal(again.headers['idempotent-replayed'], 'true', 'the new write stored its own answer in place of the expired one')
+  t.equal(
+    again.headers['idempotent-replayed'],
+    'true',
+    'the new write stored its own answer in place of the expired one',
+  )
   t.equal(again.body, fresh.body)
 
   const other = newKey()
