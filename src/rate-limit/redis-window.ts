@@ -1,7 +1,10 @@
-// The store used with REDIS_URL: every replica shares the sliding windows in Redis. One decision
-// is one atomic script call (EVALSHA through ioredis' defineCommand; EVAL the first time) on a
+// The store used with REDIS_URL: every replica shares the sliding windows in Redis. Decisions are
+// taken by an atomic script (EVALSHA through ioredis' defineCommand; EVAL the first time) on a
 // sorted set per client holding the accepted requests' timestamps, judged by Redis' own clock
-// (TIME), so every replica judges the same window and no read-then-write race exists.
+// (TIME), so every replica judges the same window and no read-then-write race exists. The
+// decisions asked for in one event-loop turn (every request read in it) go in one script call,
+// sent when the turn ends (setImmediate: no delay): one command per turn instead of one per
+// request, which is what a replica spends on Redis.
 //
 // When Redis is down, not connected yet, or slower than the command timeout, the decision is
 // taken in this process' own sliding window instead (it may start empty; its counts are never
@@ -12,28 +15,44 @@ import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import type { IncrCallback, SlidingWindowStore, StoreResult } from './sliding-window-store.js'
 
-// KEYS[1]: the client's set; ARGV: window ms, max, a member unique to this request. Scores are
-// microseconds (exact in a double until the year 2255). Accepted iff fewer than max accepted
-// requests are in (now - window, now]; rejected ones are not recorded. Returns the live count
-// before this request and the ttl in ms until the oldest accepted request leaves the window.
+// KEYS[i]: a client's set; ARGV[2i-1], ARGV[2i]: its window ms and max; ARGV[#KEYS*2+i]: a member
+// unique to that request. Scores are microseconds (exact in a double until the year 2255).
+// Taken in order, each decision is accepted iff fewer than max accepted requests are in
+// (now - window, now]; rejected ones are not recorded. Returns, per decision, the live count
+// before it and the ttl in ms until the oldest accepted request leaves the window.
 const SLIDING_WINDOW_LUA = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local window = tonumber(ARGV[1]) * 1000
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-local live = redis.call('ZCARD', KEYS[1])
-if live < tonumber(ARGV[2]) then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+local n = #KEYS
+local out = {}
+for i = 1, n do
+  local key = KEYS[i]
+  local window = tonumber(ARGV[2 * i - 1]) * 1000
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  local live = redis.call('ZCARD', key)
+  if live < tonumber(ARGV[2 * i]) then
+    redis.call('ZADD', key, now, ARGV[2 * n + i])
+    redis.call('PEXPIRE', key, ARGV[2 * i - 1])
+  end
+  local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  local ttl = 0
+  if oldest[2] then ttl = math.ceil((tonumber(oldest[2]) + window - now) / 1000) end
+  out[2 * i - 1] = live
+  out[2 * i] = ttl
 end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local ttl = 0
-if oldest[2] then ttl = math.ceil((tonumber(oldest[2]) + window - now) / 1000) end
-return {live, ttl}
+return out
 `
 
+/** One decision to take: the client, its window and max, and a member unique to the request. */
+export interface Decision {
+  client: string
+  windowMs: number
+  max: number
+  member: string
+}
+
 export type RedisWindowClient = Redis & {
-  slidingWindow(key: string, windowMs: number, max: number, member: string): Promise<[number, number]>
+  slidingWindows(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number[]>
 }
 
 /**
@@ -56,23 +75,35 @@ export function createRedisWindowClient({
     // A failover shows up as errors, hence fallback; no reconnect on READONLY and the like.
     reconnectOnError: () => false,
   })
-  client.defineCommand('slidingWindow', { numberOfKeys: 1, lua: SLIDING_WINDOW_LUA })
+  client.defineCommand('slidingWindows', { lua: SLIDING_WINDOW_LUA })
   return client as RedisWindowClient
 }
 
 /** Redis key of a rate-limit client (`ip:...` or a key id). */
 export const redisKey = (client: string) => `ratelimit:${client}`
 
-/** One decision in Redis for `client`: @fastify/rate-limit's `current` (max + 1 when refused) and ttl. */
-export async function takeInRedis(
+/** Decisions in Redis, in order, in one script call: @fastify/rate-limit's `current` (max + 1 when refused) and ttl. */
+export async function takeInRedis(redis: RedisWindowClient, decisions: readonly Decision[]): Promise<StoreResult[]> {
+  const args: (string | number)[] = decisions.map((d) => redisKey(d.client))
+  for (const d of decisions) args.push(d.windowMs, d.max)
+  for (const d of decisions) args.push(d.member)
+  const out = await redis.slidingWindows(decisions.length, ...args)
+  return decisions.map((d, i) => {
+    const live = out[2 * i]!
+    return { current: live < d.max ? live + 1 : d.max + 1, ttl: out[2 * i + 1]! }
+  })
+}
+
+/** One decision for `client` (a call of its own). */
+export async function takeOneInRedis(
   redis: RedisWindowClient,
   client: string,
   windowMs: number,
   max: number,
   member: string = randomUUID(),
 ): Promise<StoreResult> {
-  const [live, ttl] = await redis.slidingWindow(redisKey(client), windowMs, max, member)
-  return { current: live < max ? live + 1 : max + 1, ttl }
+  const [result] = await takeInRedis(redis, [{ client, windowMs, max, member }])
+  return result!
 }
 
 export interface RedisWindowOptions {
@@ -97,6 +128,8 @@ export class RedisWindowStore {
   #sequence = 0
   /** Why decisions are local; null while they go to Redis. */
   #down: string | null = 'Redis not connected yet'
+  /** The decisions asked for in this event-loop turn, sent together when it ends. */
+  #turn: (Decision & { cb: IncrCallback })[] = []
   #nextProbe = 0
 
   constructor(options: RedisWindowOptions) {
@@ -120,12 +153,21 @@ export class RedisWindowStore {
       cb(null, this.#fallback(key, timeWindow, max))
       return
     }
-    takeInRedis(this.#redis, key, timeWindow, max, `${this.#tag}.${this.#sequence++}`).then(
-      (result) => cb(null, result),
+    const member = `${this.#tag}.${this.#sequence++}`
+    if (this.#turn.push({ client: key, windowMs: timeWindow, max, member, cb }) === 1) setImmediate(() => this.#send())
+  }
+
+  #send(): void {
+    const turn = this.#turn
+    this.#turn = []
+    takeInRedis(this.#redis, turn).then(
+      (results) => {
+        for (const [i, d] of turn.entries()) d.cb(null, results[i]!)
+      },
       (err: Error) => {
         this.#down ??= err.message
         this.#nextProbe = Date.now() + PROBE_EVERY_MS
-        cb(null, this.#fallback(key, timeWindow, max))
+        for (const d of turn) d.cb(null, this.#fallback(d.client, d.windowMs, d.max))
       },
     )
   }

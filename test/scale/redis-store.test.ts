@@ -1,7 +1,7 @@
 // The Redis sliding window against a real private Redis: the same exact semantics as the
 // in-memory store (no 2x burst across a window boundary, rejected requests not recorded, ttl
 // until the oldest accepted request leaves), and the local fallback when Redis is down or
-// paused, with sharing back once it answers. One decision is one script call.
+// paused, with sharing back once it answers. The decisions of one event-loop turn are one script call.
 import t, { type Test } from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { SlidingWindowStore, type StoreResult } from '../../src/rate-limit/sliding-window-store.js'
@@ -9,7 +9,7 @@ import {
   createRedisWindowClient,
   RedisWindowStore,
   redisKey,
-  takeInRedis,
+  takeOneInRedis,
   type RedisWindowClient,
 } from '../../src/rate-limit/redis-window.js'
 import { startPrivateRedis } from '../helpers/private-redis.js'
@@ -23,7 +23,7 @@ async function client(t: Test, url: string, commandTimeoutMs = 1000): Promise<Re
 }
 
 const admitted = async (redis: RedisWindowClient, key: string, n: number, windowMs: number, max: number) => {
-  const results = await Promise.all(Array.from({ length: n }, () => takeInRedis(redis, key, windowMs, max)))
+  const results = await Promise.all(Array.from({ length: n }, () => takeOneInRedis(redis, key, windowMs, max)))
   return results.filter((r) => r.current <= max).length
 }
 
@@ -44,17 +44,17 @@ t.test('across a window boundary Redis admits max, never 2x max', async (t) => {
 t.test('current and ttl match the in-memory store', async (t) => {
   const server = await startPrivateRedis(t)
   const redis = await client(t, server.url)
-  const first = await takeInRedis(redis, 'ttl', 60_000, 2)
+  const first = await takeOneInRedis(redis, 'ttl', 60_000, 2)
   t.equal(first.current, 1)
   t.ok(first.ttl > 59_000 && first.ttl <= 60_000, `ttl is one window after the only request: ${first.ttl}`)
-  t.equal((await takeInRedis(redis, 'ttl', 60_000, 2)).current, 2)
-  const rejected = await takeInRedis(redis, 'ttl', 60_000, 2)
+  t.equal((await takeOneInRedis(redis, 'ttl', 60_000, 2)).current, 2)
+  const rejected = await takeOneInRedis(redis, 'ttl', 60_000, 2)
   t.equal(rejected.current, 3, 'over the limit: max + 1, as in memory')
   t.ok(rejected.ttl > 0 && rejected.ttl <= first.ttl, 'ttl counts down to the oldest accepted request leaving')
   t.equal(await redis.zcard('ratelimit:ttl'), 2, 'only accepted requests are recorded')
   const ttlMs = await redis.pttl('ratelimit:ttl')
   t.ok(ttlMs > 0 && ttlMs <= 60_000, 'the set expires one window after its newest request')
-  t.equal((await takeInRedis(redis, 'other', 60_000, 2)).current, 1, 'clients are independent')
+  t.equal((await takeOneInRedis(redis, 'other', 60_000, 2)).current, 1, 'clients are independent')
 })
 
 /** Script calls Redis has run so far (EVALSHA and EVAL), from its own command statistics. */
@@ -76,11 +76,11 @@ t.test(
     const redis = await client(t, server.url)
     const other = await client(t, server.url) // another replica
     // The script is loaded (EVAL at most once per client, then EVALSHA).
-    for (const c of [redis, other]) await takeInRedis(c, 'warm', 60_000, 100)
+    for (const c of [redis, other]) await takeOneInRedis(c, 'warm', 60_000, 100)
     const before = await scriptCalls(redis)
     const evalsha = await commandCalls(redis, 'evalsha')
     const results = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => takeInRedis(i % 2 ? other : redis, 'shared', 60_000, 20)),
+      Array.from({ length: 50 }, (_, i) => takeOneInRedis(i % 2 ? other : redis, 'shared', 60_000, 20)),
     )
     t.equal((await scriptCalls(redis)) - before, 50, '50 decisions, 50 script calls')
     t.equal((await commandCalls(redis, 'evalsha')) - evalsha, 50, 'all of them EVALSHA')
@@ -150,7 +150,7 @@ t.test('a window emptied of many stamps at once, and one half emptied', async (t
   const redis = await client(t, server.url)
   t.equal(await admitted(redis, 'burst', 70, 300, 100), 70)
   await sleep(350)
-  const next = await takeInRedis(redis, 'burst', 300, 100)
+  const next = await takeOneInRedis(redis, 'burst', 300, 100)
   t.equal(next.current, 1, 'every earlier stamp left the window')
   t.ok(next.ttl > 250 && next.ttl <= 300, `ttl is one window after the only live request: ${next.ttl}`)
   t.equal(await redis.zcard(redisKey('burst')), 1, 'the expired stamps are gone from Redis')
@@ -158,7 +158,41 @@ t.test('a window emptied of many stamps at once, and one half emptied', async (t
   await sleep(200)
   t.equal(await admitted(redis, 'half', 40, 400, 1000), 40)
   await sleep(250)
-  const after = await takeInRedis(redis, 'half', 400, 1000)
+  const after = await takeOneInRedis(redis, 'half', 400, 1000)
   t.equal(after.current, 41, 'the first 40 left; the second 40 and this one are live')
   t.ok(after.ttl > 100 && after.ttl <= 200, `ttl runs to the second group leaving: ${after.ttl}`)
+})
+
+t.test('the decisions of one event-loop turn are one script call, taken in order', async (t) => {
+  const server = await startPrivateRedis(t)
+  const redis = await client(t, server.url)
+  const store = new RedisWindowStore({ redis, local: new SlidingWindowStore(), onFallback: () => {} })
+  const incr = (key: string, max: number) =>
+    new Promise<StoreResult>((resolve, reject) =>
+      store.incr(key, (err, res) => (err ? reject(err) : resolve(res)), 60_000, max),
+    )
+  await incr('warm', 100) // loads the script (EVAL once, then EVALSHA)
+  const scriptCalls = async () => {
+    const stats = await redis.info('commandstats')
+    return [...stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0)
+  }
+  const before = await scriptCalls()
+  // Ten requests on one client and two on another, all asked for in the same turn.
+  const decided = await Promise.all([
+    ...Array.from({ length: 10 }, () => incr('turn', 6)),
+    incr('other', 6),
+    incr('other', 6),
+  ])
+  t.equal((await scriptCalls()) - before, 1, 'one script call for twelve decisions')
+  t.same(
+    decided.slice(0, 10).map((r) => r.current),
+    [1, 2, 3, 4, 5, 6, 7, 7, 7, 7],
+    'in order: six admitted, the rest refused',
+  )
+  t.same(
+    decided.slice(10).map((r) => r.current),
+    [1, 2],
+    'clients are independent within a call',
+  )
+  t.equal(await redis.zcard(redisKey('turn')), 6, 'refused decisions are not recorded')
 })
