@@ -77,6 +77,15 @@ const sql = createClient(url, { max: 4 })
 const bulk = postgres(url, { max: 1, onnotice: () => {} }) // no statement_timeout
 let child: ReturnType<typeof spawn> | undefined
 let ddl: Awaited<ReturnType<typeof sql.reserve>> | undefined
+// Stopped early (Ctrl-C, or a disk filling up): the server and the tens of GB go too.
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => {
+    child?.kill('SIGTERM')
+    console.log(`${signal}: dropping ${name}`)
+    void admin
+      .unsafe(`drop database if exists "${name}" with (force)`)
+      .finally(() => process.exit(130))
+  })
 try {
   await migrate(sql)
   // The partitions a service running all week would have made (it makes yesterday's to two days ahead).
