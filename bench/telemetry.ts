@@ -82,9 +82,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const)
   process.once(signal, () => {
     child?.kill('SIGTERM')
     console.log(`${signal}: dropping ${name}`)
-    void admin
-      .unsafe(`drop database if exists "${name}" with (force)`)
-      .finally(() => process.exit(130))
+    void admin.unsafe(`drop database if exists "${name}" with (force)`).finally(() => process.exit(130))
   })
 try {
   await migrate(sql)
