@@ -7,7 +7,6 @@
 // BENCH_EVENTS scales it down (e.g. BENCH_EVENTS=2000000), BENCH_CONCURRENCY sets the clients.
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { createServer } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
 import { createClient } from '../src/db/client.js'
@@ -20,6 +19,7 @@ import {
   partitionName,
 } from '../src/repositories/telemetry-lifecycle.js'
 import { ADMIN_URL, databaseUrl } from '../test/helpers/database.js'
+import { freePort } from '../test/helpers/server-process.js'
 import { METRICS_TARGETS_MS } from './telemetry-seed.js'
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 100_000_000)
@@ -56,17 +56,6 @@ function batchBody(b: number): string {
     )
   }
   return `{"events":[${events.join(',')}]}`
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
-    })
-  })
 }
 
 const name = `bench_telemetry_${randomBytes(3).toString('hex')}`

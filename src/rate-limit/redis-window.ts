@@ -94,18 +94,6 @@ export async function takeInRedis(redis: RedisWindowClient, decisions: readonly 
   })
 }
 
-/** One decision for `client` (a call of its own). */
-export async function takeOneInRedis(
-  redis: RedisWindowClient,
-  client: string,
-  windowMs: number,
-  max: number,
-  member: string = randomUUID(),
-): Promise<StoreResult> {
-  const [result] = await takeInRedis(redis, [{ client, windowMs, max, member }])
-  return result!
-}
-
 export interface RedisWindowOptions {
   redis: RedisWindowClient
   local: SlidingWindowStore

@@ -3,13 +3,14 @@
 // until the oldest accepted request leaves), and the local fallback when Redis is down or
 // paused, with sharing back once it answers. The decisions of one event-loop turn are one script call.
 import t, { type Test } from 'tap'
+import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { SlidingWindowStore, type StoreResult } from '../../src/rate-limit/sliding-window-store.js'
 import {
   createRedisWindowClient,
   RedisWindowStore,
   redisKey,
-  takeOneInRedis,
+  takeInRedis,
   type RedisWindowClient,
 } from '../../src/rate-limit/redis-window.js'
 import { startPrivateRedis } from '../helpers/private-redis.js'
@@ -21,6 +22,10 @@ async function client(t: Test, url: string, commandTimeoutMs = 1000): Promise<Re
   while (redis.status !== 'ready') await sleep(20)
   return redis
 }
+
+/** One decision for `client`, in a script call of its own. */
+const takeOneInRedis = async (redis: RedisWindowClient, client: string, windowMs: number, max: number) =>
+  (await takeInRedis(redis, [{ client, windowMs, max, member: randomUUID() }]))[0]!
 
 const admitted = async (redis: RedisWindowClient, key: string, n: number, windowMs: number, max: number) => {
   const results = await Promise.all(Array.from({ length: n }, () => takeOneInRedis(redis, key, windowMs, max)))
