@@ -215,6 +215,41 @@ t.test(
     t.equal(done?.span_id, serverSpan.spanId, 'and the server span')
     const unsampledLine = lines.find((l) => l.msg === 'request completed' && l.status === 200 && !l.trace_id)
     t.ok(unsampledLine, 'an unsampled request logs no trace id')
+
+    // Reads at once, half from callers that sampled and half from callers that did not. The
+    // rate-limit decisions of one event-loop turn share one Redis call (one reply for all of
+    // them): each request's statements must still land in its own trace only.
+    const mixed = Array.from({ length: 20 }, (_, i) => ({ trace: hex(16), sampled: i % 2 === 0 }))
+    const answers = await Promise.all(
+      mixed.map((m) =>
+        fetch(`${server.base}/api/v1/user/${user.system_uuid}/${user.system_user_id}`, {
+          headers: { 'x-api-key': apiKey, traceparent: `00-${m.trace}-${hex(8)}-0${m.sampled ? 1 : 0}` },
+        }),
+      ),
+    )
+    t.same(new Set(answers.map((a) => a.status)), new Set([200]), 'every concurrent read answered')
+    const sampledTraces = mixed.filter((m) => m.sampled).map((m) => m.trace)
+    const arrived = () => sampledTraces.every((id) => ofTrace(id).some((s) => s.kind === 2))
+    for (let i = 0; i < 100 && !arrived(); i++) await sleep(100)
+    await sleep(500)
+    const statementsOf = (id: string) => ofTrace(id).filter((s) => s.attributes['db.system.name'] === 'postgresql')
+    const perRead = sampledTraces.map((id) => {
+      const server = ofTrace(id).filter((s) => s.kind === 2)
+      return server.length === 1 && statementsOf(id).every((s) => s.parentSpanId === server[0]!.spanId)
+        ? statementsOf(id).length
+        : -1
+    })
+    t.ok(perRead[0]! > 0, `a sampled read's statements: ${perRead[0]}`)
+    t.same(
+      perRead,
+      perRead.map(() => perRead[0]),
+      'each sampled read has one server span and the same statements under it, none of another request',
+    )
+    t.same(
+      mixed.filter((m) => !m.sampled).flatMap((m) => ofTrace(m.trace)),
+      [],
+      'the unsampled reads exported nothing',
+    )
   },
 )
 
