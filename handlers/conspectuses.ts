@@ -2,7 +2,7 @@
 import { appError } from '../src/errors.js'
 import type { ConspectusContent } from '../src/repositories/conspectuses.js'
 import { FIRST_SLOT, nextReviewAt, reviewMoves } from '../src/schedule/leitner.js'
-import { requireOwner } from './owner.js'
+import { ownerRead, requireOwner } from './owner.js'
 import type { HandlerDeps, ServiceHandlers } from './types.js'
 
 type ConspectusOperations =
@@ -22,24 +22,19 @@ export function createConspectusHandlers({
   return {
     async createConspectus(request, reply) {
       const body = request.body
-      return answerIdempotently(
-        request,
-        reply,
-        () => requireOwner(db.repos, body),
-        async ({ repos }, owner) => {
-          const at = now()
-          const conspectus = await repos.conspectuses.create(owner.client_uuid, {
-            title: body.title ?? null,
-            cue_sheet: body.cue_sheet,
-            dense_paragraph: body.dense_paragraph,
-            bullets: body.bullets,
-            slot: FIRST_SLOT,
-            next_review_at: nextReviewAt(at, FIRST_SLOT, owner.timezone),
-            created_at: at,
-          })
-          return { status: 201, body: conspectus }
-        },
-      )
+      return answerIdempotently(request, reply, ownerRead(db, body), async ({ repos }, owner) => {
+        const at = now()
+        const conspectus = await repos.conspectuses.create(owner.client_uuid, {
+          title: body.title ?? null,
+          cue_sheet: body.cue_sheet,
+          dense_paragraph: body.dense_paragraph,
+          bullets: body.bullets,
+          slot: FIRST_SLOT,
+          next_review_at: nextReviewAt(at, FIRST_SLOT, owner.timezone),
+          created_at: at,
+        })
+        return { status: 201, body: conspectus }
+      })
     },
 
     async listDueConspectuses(request) {
@@ -55,37 +50,27 @@ export function createConspectusHandlers({
       for (const field of CONTENT_FIELDS)
         if (body[field] !== undefined) (content as Record<string, unknown>)[field] = body[field]
       if (Object.keys(content).length === 0) throw appError('CONSPECTUS_PATCH_BODY_EMPTY')
-      return answerIdempotently(
-        request,
-        reply,
-        () => requireOwner(db.repos, body),
-        async ({ repos }, owner) => {
-          const updated = await repos.conspectuses.updateContent(owner.client_uuid, conspectus_uuid, content, now())
-          if (!updated) throw appError('CONSPECTUS_NOT_FOUND')
-          return { status: 200, body: updated }
-        },
-      )
+      return answerIdempotently(request, reply, ownerRead(db, body), async ({ repos }, owner) => {
+        const updated = await repos.conspectuses.updateContent(owner.client_uuid, conspectus_uuid, content, now())
+        if (!updated) throw appError('CONSPECTUS_NOT_FOUND')
+        return { status: 200, body: updated }
+      })
     },
 
     async reviewConspectus(request, reply) {
       const { conspectus_uuid } = request.params
       const body = request.body
-      return answerIdempotently(
-        request,
-        reply,
-        () => requireOwner(db.repos, body),
-        async ({ repos }, owner) => {
-          const at = now()
-          const reviewed = await repos.conspectuses.recordReview(
-            owner.client_uuid,
-            conspectus_uuid,
-            reviewMoves(body.outcome, at, owner.timezone),
-            at,
-          )
-          if (!reviewed) throw appError('CONSPECTUS_NOT_FOUND')
-          return { status: 200, body: reviewed }
-        },
-      )
+      return answerIdempotently(request, reply, ownerRead(db, body), async ({ repos }, owner) => {
+        const at = now()
+        const reviewed = await repos.conspectuses.recordReview(
+          owner.client_uuid,
+          conspectus_uuid,
+          reviewMoves(body.outcome, at, owner.timezone),
+          at,
+        )
+        if (!reviewed) throw appError('CONSPECTUS_NOT_FOUND')
+        return { status: 200, body: reviewed }
+      })
     },
 
     async getScheduleSummary(request) {

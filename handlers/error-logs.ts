@@ -2,7 +2,7 @@
 import { appError } from '../src/errors.js'
 import { decodeCursor, encodeCursor } from '../src/pagination/cursor.js'
 import { invalidQueryParameter } from '../src/validation/request-validation-error.js'
-import { requireOwner } from './owner.js'
+import { ownerRead, requireOwner } from './owner.js'
 import type { HandlerDeps, ServiceHandlers } from './types.js'
 
 export function createErrorLogHandlers({
@@ -12,23 +12,18 @@ export function createErrorLogHandlers({
   return {
     async createErrorLog(request, reply) {
       const body = request.body
-      return answerIdempotently(
-        request,
-        reply,
-        () => requireOwner(db.repos, body),
-        async ({ repos }, owner) => {
-          const conspectusUuid = body.conspectus_uuid ?? null
-          if (conspectusUuid && !(await repos.conspectuses.exists(owner.client_uuid, conspectusUuid))) {
-            throw appError('CONSPECTUS_NOT_FOUND')
-          }
-          const entry = await repos.errorLogs.create(owner.client_uuid, {
-            message: body.message,
-            conspectus_uuid: conspectusUuid,
-            context: body.context ?? null,
-          })
-          return { status: 201, body: entry }
-        },
-      )
+      return answerIdempotently(request, reply, ownerRead(db, body), async ({ repos }, owner) => {
+        const conspectusUuid = body.conspectus_uuid ?? null
+        if (conspectusUuid && !(await repos.conspectuses.exists(owner.client_uuid, conspectusUuid))) {
+          throw appError('CONSPECTUS_NOT_FOUND')
+        }
+        const entry = await repos.errorLogs.create(owner.client_uuid, {
+          message: body.message,
+          conspectus_uuid: conspectusUuid,
+          context: body.context ?? null,
+        })
+        return { status: 201, body: entry }
+      })
     },
 
     async listErrorLogs(request) {

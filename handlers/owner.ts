@@ -1,10 +1,25 @@
 // Resolves the owner key of a request to what a handler needs of the owner, or answers 404 USER_404.
 import { appError } from '../src/errors.js'
+import type { Read } from '../src/idempotency/index.js'
 import type { Repositories } from '../src/repositories/index.js'
-import type { Owner, UserKey } from '../src/repositories/users.js'
+import { type Owner, ownerQuery, type UserKey } from '../src/repositories/users.js'
+import type { HandlerDatabase } from './types.js'
 
 export async function requireOwner(repos: Repositories, key: UserKey): Promise<Owner> {
   const owner = await repos.users.findOwner({ system_uuid: key.system_uuid, system_user_id: key.system_user_id })
   if (!owner) throw appError('USER_NOT_FOUND')
   return owner
+}
+
+function takeOwner(row: Owner | undefined): Owner {
+  if (!row) throw appError('USER_NOT_FOUND')
+  return { client_uuid: row.client_uuid, timezone: row.timezone }
+}
+
+/** The same as the read of an idempotent write: sent in one statement with its answer lookup. */
+export function ownerRead(db: HandlerDatabase, key: UserKey): Read<Owner, Owner> {
+  return {
+    query: ownerQuery(db.sql, { system_uuid: key.system_uuid, system_user_id: key.system_user_id }),
+    take: takeOwner,
+  }
 }

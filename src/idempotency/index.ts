@@ -9,14 +9,22 @@
 //    its slot move) gives way to the twin's answer when there is one.
 // The work runs once per request, twice only when an expired record the purge has not reached
 // yet held the triple (it is removed, and the write runs again). A handler's `read` (the owner of
-// a write: 404 when there is none) is sent in the same round trip as step 1 and only decides when
+// a write: 404 when there is none) is sent in the same statement as step 1 and only decides when
 // no answer is stored; the work receives what it returned.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { PendingQuery, Row } from 'postgres'
 import type { Db } from '../db/client.js'
 import { AppError, appError } from '../errors.js'
 import { idempotencyKeyError } from './key.js'
-import { answerRecord, deleteExpired, findAnswer, isKeyTaken, type RecordKey, type StoredAnswer } from './records.js'
+import {
+  answerRecord,
+  deleteExpired,
+  findAnswer,
+  isKeyTaken,
+  lookupWith,
+  type RecordKey,
+  type StoredAnswer,
+} from './records.js'
 import { requestHash } from './request-hash.js'
 import { idempotencyScope } from './scope.js'
 
@@ -26,13 +34,25 @@ export interface WriteResult<T> {
   body: T
 }
 
+/**
+ * A handler's read, sent in one statement with the stored-answer lookup: `query` (a fragment,
+ * built but not sent) returns at most one row, its columns named apart from the record's
+ * (request_hash, status_code, response_body) and `read_found`; `take` turns that row (undefined
+ * when there was none) into what the work receives, or throws (a 404). It is called only when no
+ * answer is stored.
+ */
+export interface Read<R, Q extends Row = Row> {
+  query: PendingQuery<Q[]>
+  take(row: Q | undefined): R
+}
+
 /** Runs the request's write exactly once and sends its answer; resolves to the JSON text sent. */
 export interface AnswerIdempotently<Tx> {
   <T>(request: FastifyRequest, reply: FastifyReply, work: (tx: Tx) => Promise<WriteResult<T>>): Promise<string>
-  <R, T>(
+  <R, Q extends Row, T>(
     request: FastifyRequest,
     reply: FastifyReply,
-    read: () => Promise<R>,
+    read: Read<R, Q>,
     work: (tx: Tx, read: R) => Promise<WriteResult<T>>,
   ): Promise<string>
 }
@@ -53,7 +73,7 @@ export function createIdempotency<Tx extends { sql: Db }>(
   return async function answerIdempotently<R, T>(
     request: FastifyRequest,
     reply: FastifyReply,
-    readOrWork: (() => Promise<R>) | ((tx: Tx) => Promise<WriteResult<T>>),
+    readOrWork: Read<R> | ((tx: Tx) => Promise<WriteResult<T>>),
     workAfterRead?: (tx: Tx, read: R) => Promise<WriteResult<T>>,
   ): Promise<string> {
     // The key's presence and format were checked before the handler; this guards a route wired without.
@@ -80,14 +100,17 @@ export function createIdempotency<Tx extends { sql: Db }>(
       return send(stored.status_code, stored.response_body, true)
     }
 
-    const reading = workAfterRead ? (readOrWork as () => Promise<R>)() : undefined
-    reading?.catch(() => {}) // its error counts only when no answer is stored (awaited below)
-    const stored = await findAnswer(db.sql, who)
-    if (stored) return replay(stored)
-    const read = (await reading) as R
-    const work = workAfterRead
-      ? (tx: Tx) => workAfterRead(tx, read)
-      : (readOrWork as (tx: Tx) => Promise<WriteResult<T>>)
+    let work: (tx: Tx) => Promise<WriteResult<T>>
+    if (typeof readOrWork === 'function') {
+      const stored = await findAnswer(db.sql, who)
+      if (stored) return replay(stored)
+      work = readOrWork
+    } else {
+      const row = await lookupWith(db.sql, who, readOrWork.query)
+      if (row.status_code !== null) return replay(row as StoredAnswer)
+      const read = readOrWork.take(row.read_found ? (row as Row) : undefined)
+      work = (tx) => workAfterRead!(tx, read)
+    }
 
     const write = () =>
       db.transaction(

@@ -2,6 +2,7 @@
 // every caller has its own keys. The rows are the ones every release since migration 0009 reads
 // and writes (the answer as the JSON text that was sent), so replicas of the previous release
 // and of this one share them during a rolling upgrade.
+import type { PendingQuery, Row } from 'postgres'
 import type { Db } from '../db/client.js'
 
 /** Whose record: the caller's API key id, the write's scope and its Idempotency-Key. */
@@ -26,6 +27,27 @@ export async function findAnswer(db: Db, r: RecordKey): Promise<StoredAnswer | u
     where key_id = ${r.keyId} and scope = ${r.scope} and idempotency_key = ${r.key}
       and expires_at > now() and status_code is not null`
   return row
+}
+
+/** What lookupWith() returns: the record's columns (null when none is stored), and the read's. */
+export type LookupRow = { [Column in keyof StoredAnswer]: StoredAnswer[Column] | null } & {
+  read_found: boolean
+  [column: string]: unknown
+}
+
+/**
+ * findAnswer() and a caller's read in one statement: `read` returns at most one row, whose
+ * columns are named apart from the record's and `read_found` (true when the read found its row).
+ */
+export async function lookupWith(db: Db, r: RecordKey, read: PendingQuery<Row[]>): Promise<LookupRow> {
+  const [row] = await db<LookupRow[]>`
+    select a.request_hash, a.status_code, a.response_body, r is distinct from null as read_found, r.*
+    from (select) one
+    left join (${read}) r on true
+    left join idempotency_records a
+      on a.key_id = ${r.keyId} and a.scope = ${r.scope} and a.idempotency_key = ${r.key}
+        and a.expires_at > now() and a.status_code is not null`
+  return row!
 }
 
 /**

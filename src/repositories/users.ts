@@ -41,6 +41,16 @@ function rethrowKeyConflict(err: unknown): never {
 export const USER_COLUMN_LIST = `client_uuid, created_at, updated_at, is_row_invalid, invalidation_reason_uuid,
     system_user_id, system_uuid, username, full_name, timezone`
 
+/**
+ * The owner's row (client_uuid and timezone) by the learner's system key, as a statement built
+ * but not sent: findOwner() runs it, and an idempotent write sends it inside its answer lookup.
+ */
+export function ownerQuery(db: Db, key: UserKey) {
+  return db<Owner[]>`
+    select client_uuid, timezone from users
+    where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
+}
+
 export function createUserRepository(db: Db) {
   // The UserResponse columns, spliced into each query as literal text (no identifier escaping per query).
   const USER_COLUMNS = db.unsafe(USER_COLUMN_LIST)
@@ -66,9 +76,7 @@ export function createUserRepository(db: Db) {
 
     /** The owner of notes and error logs, by the learner's system key. */
     async findOwner(key: UserKey): Promise<Owner | undefined> {
-      const [row] = await db<Owner[]>`
-        select client_uuid, timezone from users
-        where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
+      const [row] = await ownerQuery(db, key)
       return row
     },
 
