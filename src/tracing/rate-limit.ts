@@ -1,8 +1,9 @@
 // A span per rate-limit decision (the Redis round trip, or the local window it falls back to),
 // as a child of the request's span. The decision is timed from the request's point of view:
 // decisions of several requests share one Redis call (src/rate-limit/redis-window.ts).
-import { context, SpanKind, trace, type Tracer } from '@opentelemetry/api'
+import { SpanKind, type Tracer } from '@opentelemetry/api'
 import type { IncrCallback } from '../rate-limit/sliding-window-store.js'
+import { sampledRequest } from './sampled-request.js'
 
 export interface DecisionStore {
   incr(key: string, cb: IncrCallback, timeWindow: number, max: number): void
@@ -15,13 +16,14 @@ export function traceRateLimitStore<T extends DecisionStore>(store: T, tracer: T
   const incr = store.incr.bind(store)
   const traced = Object.create(store) as T
   traced.incr = (key, cb, timeWindow, max) => {
-    const parent = trace.getSpan(context.active())
-    if (!parent?.isRecording()) return incr(key, cb, timeWindow, max)
+    const parent = sampledRequest.getStore()
+    if (!parent) return incr(key, cb, timeWindow, max)
     // No key in the span: it is an API key id or a client address.
-    const span = tracer.startSpan('ratelimit decide', {
-      kind: SpanKind.CLIENT,
-      attributes: { 'db.system.name': 'redis', 'ratelimit.shared': store.shared === true },
-    })
+    const span = tracer.startSpan(
+      'ratelimit decide',
+      { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'ratelimit.shared': store.shared === true } },
+      parent,
+    )
     incr(
       key,
       (err, res) => {

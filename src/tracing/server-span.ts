@@ -5,7 +5,6 @@
 // sampled or not: bench/results.md, "Tracing cost".)
 import {
   type Context,
-  context,
   propagation,
   ROOT_CONTEXT,
   type Span,
@@ -16,6 +15,7 @@ import {
 } from '@opentelemetry/api'
 import type { FastifyInstance } from 'fastify'
 import { routeTemplate } from '../route-template.js'
+import { sampledRequest } from './sampled-request.js'
 
 interface TracedRequest {
   span: Span
@@ -57,14 +57,14 @@ export function registerServerSpans(app: FastifyInstance, tracer: Tracer): void 
     const log = request.log.child({ trace_id: traceId, span_id: spanId })
     request.log = log
     reply.log = log
-    context.with(traced.context, done)
+    sampledRequest.run(traced.context, done)
   })
 
   // The body is read in the connection's context, not the request's: a sampled request's
   // context is entered again before validation, the handler and its statements.
   app.addHook('preValidation', (request, _reply, done) => {
     const traced = request[kTraced]
-    if (traced) return context.with(traced.context, done)
+    if (traced) return sampledRequest.run(traced.context, done)
     done()
   })
 

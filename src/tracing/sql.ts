@@ -4,8 +4,9 @@
 // timers and migrations cost one context lookup. Its name is the statement's operation and
 // table (`SELECT users`); `db.query.text` is the text postgres.js sent, whose values are $n
 // parameters: no parameter value, row or error message ever reaches an attribute.
-import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Tracer } from '@opentelemetry/api'
+import { type Attributes, type Context, SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api'
 import type { Sql } from '../db/client.js'
+import { sampledRequest } from './sampled-request.js'
 
 /** The parts of a postgres.js Query this wrapper touches (lazy: sent on then() or execute()). */
 interface QueryInternals {
@@ -53,20 +54,16 @@ export function describeStatement(text: string): StatementDescription {
   return found
 }
 
-function traceQuery(query: QueryInternals, tracer: Tracer): void {
+function traceQuery(query: QueryInternals, tracer: Tracer, parent: Context): void {
   const handle = query.handle
   query.handle = function tracedHandle(this: QueryInternals) {
-    if (!this.executed) startSpan(this, tracer)
+    if (!this.executed) startSpan(this, tracer, parent)
     return handle.call(this)
   }
 }
 
-/** Inside a sampled request: only then is a statement's span worth making. */
-const inRecordingSpan = () => trace.getSpan(context.active())?.isRecording() === true
-
-function startSpan(query: QueryInternals, tracer: Tracer): void {
-  if (!inRecordingSpan()) return
-  const span = tracer.startSpan('sql', { kind: SpanKind.CLIENT })
+function startSpan(query: QueryInternals, tracer: Tracer, parent: Context): void {
+  const span = tracer.startSpan('sql', { kind: SpanKind.CLIENT }, parent)
   const finish = () => {
     const { name, attributes } = describeStatement(query.string ?? '')
     span.updateName(name)
@@ -102,20 +99,22 @@ export function traceSql<T extends Sql>(sql: T, tracer: Tracer): T {
     const result = (sql as unknown as (...args: unknown[]) => unknown)(first, ...rest)
     // Checked when the statement is made (it is sent in the same request): an unsampled
     // request's statements are left as they are.
-    if (isTemplate(first) && inRecordingSpan()) traceQuery(result as QueryInternals, tracer)
+    const parent = isTemplate(first) ? sampledRequest.getStore() : undefined
+    if (parent) traceQuery(result as QueryInternals, tracer, parent)
     return result
   }
   Object.setPrototypeOf(traced, sql)
   const own = traced as unknown as Record<string, unknown>
   own.unsafe = (...args: Parameters<Sql['unsafe']>) => {
     const query = sql.unsafe(...args)
-    if (inRecordingSpan()) traceQuery(query as unknown as QueryInternals, tracer)
+    const parent = sampledRequest.getStore()
+    if (parent) traceQuery(query as unknown as QueryInternals, tracer, parent)
     return query
   }
   own.reserve = async () => {
-    const recording = inRecordingSpan()
+    const sampled = sampledRequest.getStore() !== undefined
     const reserved = await sql.reserve()
-    return recording ? traceSql(reserved as unknown as Sql, tracer) : reserved
+    return sampled ? traceSql(reserved as unknown as Sql, tracer) : reserved
   }
   return traced as unknown as T
 }
