@@ -90,7 +90,9 @@ const isTemplate = (first: unknown) => Array.isArray((first as { raw?: unknown }
  * `sql` whose statements (also on reserved connections, where the service runs its transactions) are traced.
  * A plain function in front of postgres.js' own (not a Proxy, whose traps V8 cannot inline):
  * every other property (`json`, `array`, `options`, `end`, a reserved connection's `release`)
- * is postgres.js' own, found through the prototype. A connection reserved outside a sampled
+ * is postgres.js' own, copied (not reached through a changed prototype: a sampled transaction
+ * wraps its reserved connection, and changing a prototype costs V8 far more than a few
+ * properties). A connection reserved outside a sampled
  * request is handed over as postgres.js made it: its statements cost nothing. Transactions are
  * BEGIN .. COMMIT statements on a reserved connection (src/plugins/app/database.ts), each a span.
  */
@@ -103,7 +105,7 @@ export function traceSql<T extends Sql>(sql: T, tracer: Tracer): T {
     if (parent) traceQuery(result as QueryInternals, tracer, parent)
     return result
   }
-  Object.setPrototypeOf(traced, sql)
+  Object.assign(traced, sql)
   const own = traced as unknown as Record<string, unknown>
   own.unsafe = (...args: Parameters<Sql['unsafe']>) => {
     const query = sql.unsafe(...args)
