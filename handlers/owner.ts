@@ -5,15 +5,14 @@ import type { Repositories } from '../src/repositories/index.js'
 import { type Owner, ownerQuery, type UserKey } from '../src/repositories/users.js'
 import type { HandlerDatabase } from './types.js'
 
-export async function requireOwner(repos: Repositories, key: UserKey): Promise<Owner> {
-  const owner = await repos.users.findOwner({ system_uuid: key.system_uuid, system_user_id: key.system_user_id })
-  if (!owner) throw appError('USER_NOT_FOUND')
-  return owner
-}
-
+/** The owner's row, or 404 USER_404: the one rule of both reads below. */
 function takeOwner(row: Owner | undefined): Owner {
   if (!row) throw appError('USER_NOT_FOUND')
   return { client_uuid: row.client_uuid, timezone: row.timezone }
+}
+
+export async function requireOwner(repos: Repositories, key: UserKey): Promise<Owner> {
+  return takeOwner(await repos.users.findOwner({ system_uuid: key.system_uuid, system_user_id: key.system_user_id }))
 }
 
 /** The same as the read of an idempotent write: sent in one statement with its answer lookup. */
