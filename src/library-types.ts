@@ -14,6 +14,11 @@ export function jsonb(db: Db, value: object | unknown[]): postgres.Parameter {
   return db.json(value as postgres.JSONValue)
 }
 
+/** A json parameter (oid 114): sent as JSON text, which PostgreSQL keeps as text until read. */
+export function json(db: Db, value: object | unknown[]): postgres.Parameter<postgres.JSONValue> {
+  return db.typed(value as postgres.JSONValue, 114)
+}
+
 /**
  * @fastify/rate-limit takes a store class and constructs it with `new`; a function that returns
  * an object gives that object under `new`, so the store built (and closed) by the caller is used.

@@ -2,7 +2,7 @@
 // query and a session's erasure. Partitions and retention: telemetry-lifecycle.ts.
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
-import { jsonb } from '../library-types.js'
+import { json } from '../library-types.js'
 
 export type DocsSearchEvent = components['schemas']['DocsSearchTelemetryIngestRequest']
 export type DocsSearchMetrics = components['schemas']['DocsSearchTelemetryMetricsResponse']
@@ -29,12 +29,14 @@ const EVENT_COLUMNS: readonly [name: string, type: string, whenOmitted: string |
   ['payload', 'jsonb', null],
 ]
 
-// $1: the batch as one jsonb array, unpacked by PostgreSQL with the columns' types (an absent
-// field reads as null, then takes its default), instead of one bind parameter per field.
+// $1: the batch as one json array, unpacked by PostgreSQL with the columns' types (an absent
+// field reads as null, then takes its default), instead of one bind parameter per field. json,
+// not jsonb: json_to_recordset reads the text once, where jsonb would first build the whole
+// binary document only to take it apart again.
 const APPEND_SQL = `
   insert into docs_search_events (${EVENT_COLUMNS.map(([name]) => name).join(', ')})
   select ${EVENT_COLUMNS.map(([name, , omitted]) => (omitted === null ? `e.${name}` : `coalesce(e.${name}, ${omitted})`)).join(', ')}
-  from jsonb_to_recordset($1) as e(${EVENT_COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ')})`
+  from json_to_recordset($1) as e(${EVENT_COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ')})`
 
 const HOUR_MS = 3_600_000
 
@@ -176,12 +178,12 @@ export function createTelemetryRepository(db: Db) {
   return {
     /**
      * Appends the events in one INSERT (its trigger updates the query rollup in the same
-     * statement); omitted optional fields take their defaults. The batch goes as one jsonb
-     * parameter that PostgreSQL unpacks (jsonb_to_recordset), not as 17 bind parameters per
+     * statement); omitted optional fields take their defaults. The batch goes as one json
+     * parameter that PostgreSQL unpacks (json_to_recordset), not as 17 bind parameters per
      * event: for a batch of 500 the driver would otherwise type and encode 8,500 values.
      */
     async append(events: DocsSearchEvent[]): Promise<number> {
-      await db.unsafe(APPEND_SQL, [jsonb(db, events)], { prepare: true })
+      await db.unsafe(APPEND_SQL, [json(db, events)], { prepare: true })
       return events.length
     },
 
