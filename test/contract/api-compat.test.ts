@@ -7,11 +7,12 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { parse, stringify } from 'yaml'
 import { projectRoot, specPath } from '../../src/paths.js'
+import { childEnv } from '../helpers/child-env.js'
 
 // Asynchronous, so that the subtests' diffs run side by side (each takes seconds).
 function gate(revision?: string, releasedDir?: string): Promise<{ status: number | null; out: string }> {
   return new Promise((resolve) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, API_COMPAT_REQUIRE_RELEASED: '0' }
+    const env = childEnv({ API_COMPAT_REQUIRE_RELEASED: '0' })
     if (releasedDir) env.API_COMPAT_RELEASED_DIR = releasedDir
     const child = spawn(path.join(projectRoot, 'tools/api-compat.sh'), revision ? [revision] : [], {
       cwd: projectRoot,
@@ -118,7 +119,7 @@ t.test('the gate fails a change without a version move, and breaking changes unl
       })
       const child = spawn(path.join(projectRoot, 'tools/api-compat.sh'), [file], {
         cwd: projectRoot,
-        env: { ...process.env, API_COMPAT_RELEASED_DIR: released, API_COMPAT_REQUIRE_RELEASED: '1' },
+        env: childEnv({ API_COMPAT_RELEASED_DIR: released, API_COMPAT_REQUIRE_RELEASED: '1' }),
       })
       let out = ''
       child.stdout.on('data', (d) => (out += d))

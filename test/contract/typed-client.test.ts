@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config.js'
 import { projectRoot } from '../../src/paths.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { NO_LOAD_SHEDDING } from '../helpers/app.js'
+import { childEnv } from '../helpers/child-env.js'
 
 t.test('generate from /openapi.json, compile with tsc, run against the server', async (t) => {
   const db = await createTestDatabase(t)
@@ -32,7 +33,7 @@ t.test('generate from /openapi.json, compile with tsc, run against the server', 
   execFileSync(
     process.execPath,
     [path.join(projectRoot, 'node_modules/typescript/bin/tsc'), '-p', path.join(dir, 'tsconfig.json')],
-    { stdio: 'pipe' },
+    { stdio: 'pipe', env: childEnv() },
   )
   t.pass('the example compiles against the generated types')
 

@@ -8,6 +8,7 @@ import path from 'node:path'
 import { projectRoot } from '../../src/paths.js'
 import { LOCK_FILE, lockDataDir } from '../../src/db/data-dir-lock.js'
 import { freePort, startServer } from '../helpers/server-process.js'
+import { childEnv } from '../helpers/child-env.js'
 
 // PGlite's first start (initdb) plus loading the TypeScript sources can take minutes on a
 // loaded 2-core CI machine; the steps below are not timed, only allowed to finish.
@@ -33,15 +34,14 @@ function runToExit(env: Record<string, string>): Promise<{ code: number | null; 
       new Promise((resolve) => {
         const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
           cwd: projectRoot,
-          env: {
-            ...process.env,
+          env: childEnv({
             LOG_LEVEL: 'warn',
             API_KEYS: 'k',
             DATABASE_URL: '',
             ...env,
             PORT: String(port),
             HOST: '127.0.0.1',
-          },
+          }),
           stdio: ['ignore', 'pipe', 'pipe'],
         })
         let output = ''

@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs
 import os from 'node:os'
 import path from 'node:path'
 import { projectRoot } from '../../src/paths.js'
+import { childEnv } from './child-env.js'
 
 export interface Release {
   version: string
@@ -26,7 +27,7 @@ export function buildRelease(commit: string, log: (line: string) => void = () =>
   mkdirSync(work, { recursive: true })
   const run = (cmd: string, args: string[], cwd: string) => {
     log(`${cmd} ${args.join(' ')}`)
-    execFileSync(cmd, args, { cwd, stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 64 * 1024 * 1024 })
+    execFileSync(cmd, args, { cwd, env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 64 * 1024 * 1024 })
   }
   try {
     execFileSync('sh', ['-c', `git -C "${projectRoot}" archive --format=tar ${commit} | tar -x -C "${work}"`])

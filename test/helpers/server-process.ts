@@ -4,6 +4,7 @@ import { createServer } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
 import { projectRoot } from '../../src/paths.js'
+import { childEnv } from './child-env.js'
 
 export interface ServerProcess {
   base: string
@@ -40,8 +41,7 @@ export async function startServer(
   const child = spawn(process.execPath, build.args ?? ['--import', 'tsx', 'src/server.ts'], {
     cwd: build.cwd ?? projectRoot,
     // Load shedding off unless a test sets it: a busy CI machine must not turn into 503s here.
-    env: {
-      ...process.env,
+    env: childEnv({
       LOG_LEVEL: 'warn',
       API_KEYS: 'k',
       LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
@@ -50,7 +50,7 @@ export async function startServer(
       ...env,
       PORT: port,
       HOST: '127.0.0.1',
-    },
+    }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let log = ''

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { projectRoot } from '../../src/paths.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { freePort } from '../helpers/server-process.js'
+import { childEnv } from '../helpers/child-env.js'
 
 t.test('pino-pretty lines on a terminal', async (t) => {
   const db = await createTestDatabase(t)
@@ -12,15 +13,14 @@ t.test('pino-pretty lines on a terminal', async (t) => {
   // util-linux `script` gives the server a pseudo-terminal as stdout.
   const child = spawn('script', ['-qfec', `${process.execPath} --import tsx src/server.ts`, '/dev/null'], {
     cwd: projectRoot,
-    env: {
-      ...process.env,
+    env: childEnv({
       DATABASE_URL: db.url,
       API_KEYS: 'k',
       LOG_LEVEL: 'info',
       SHUTDOWN_DRAIN_MS: '0',
       PORT: port,
       HOST: '127.0.0.1',
-    },
+    }),
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })

@@ -8,6 +8,7 @@ import { operations } from '../../generated/operations.js'
 import { projectRoot } from '../../src/paths.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { startServer } from '../helpers/server-process.js'
+import { childEnv } from '../helpers/child-env.js'
 
 const readme = readFileSync(path.join(projectRoot, 'README.md'), 'utf8')
 
@@ -76,7 +77,7 @@ t.test('the README walk runs top to bottom on a fresh instance', async (t) => {
   const db = await createTestDatabase(t)
   // No API_KEYS: the development key the README uses by default.
   const server = await startServer(t, { DATABASE_URL: db.url, API_KEYS: '', APP_ENV: 'dev' })
-  const { API_KEY: _unset, ...env } = process.env
+  const { API_KEY: _unset, ...env } = childEnv()
   const script = blocks.map((b, i) => `${b.text}\necho "${END} ${i}"\n`).join('')
   const result = await run(script, { ...env, BASE: server.base })
   t.equal(result.code, 0, 'bash exits 0')
