@@ -35,6 +35,10 @@ const p = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? Number.NaN
 const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 1 })
 
+/** When event n of the sequence happened: its search's start plus 7 s per step within the search. */
+const eventAt = (n: number) =>
+  NOW - SPAN_MS + Math.floor((Math.floor(n / 4) * SPAN_MS) / SEARCHES) + (n % 4) * 7000 - 21000
+
 /**
  * The events of batch `b`, in time order across batches: search s has a search_query, two
  * clicks (views for every fourth search) and a search_success 7 s apart; sessions of 5 searches.
@@ -45,7 +49,7 @@ function batchBody(b: number): string {
     const n = b * BATCH + i
     const s = Math.floor(n / 4)
     const k = n % 4
-    const at = NOW - SPAN_MS + Math.floor((s * SPAN_MS) / SEARCHES) + k * 7000 - 21000
+    const at = eventAt(n)
     const event =
       k === 0 ? 'search_query' : k === 3 ? 'search_success' : s % 4 === 1 ? 'search_result_view' : 'search_result_click'
     const success =
@@ -150,9 +154,8 @@ try {
   // The seeded week ended when the seed began, minutes or hours ago: the same sequence goes on at
   // the same density up to the clock, so that every KPI window ends on fresh events (a 1-hour
   // window would otherwise hold none).
-  const firstEventAt = (b: number) => NOW - SPAN_MS + Math.floor((Math.floor((b * BATCH) / 4) * SPAN_MS) / SEARCHES)
   let topUp = batches
-  while (firstEventAt(topUp) < Date.now()) await post(batchBody(topUp++))
+  while (eventAt(topUp * BATCH) < Date.now()) await post(batchBody(topUp++))
   console.log(`topped up to the clock: ${fmt((topUp - batches) * BATCH)} events since the seed began`)
   await bulk`vacuum analyze docs_search_events, docs_search_queries, docs_search_kpi_buckets`
 
