@@ -12,7 +12,7 @@
 // the one that met the failure waits at all. While Redis is out, a decision at most once a second
 // also sends a PING (without waiting for it); its answer, or a reconnection, puts Redis back.
 import { randomUUID } from 'node:crypto'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import type { IncrCallback, SlidingWindowStore, StoreResult } from './sliding-window-store.js'
 
 // KEYS[i]: a client's set; ARGV[2i-1], ARGV[2i]: its window ms and max; ARGV[#KEYS*2+i]: a member
@@ -58,14 +58,16 @@ export type RedisWindowClient = Redis & {
 /**
  * An ioredis client that never queues or waits: no offline queue (a command while disconnected
  * fails at once), a short command timeout, and reconnection in the background at most 1 s apart.
+ * ioredis is loaded here, only when REDIS_URL is set: a replica without Redis never pays for it.
  */
-export function createRedisWindowClient({
+export async function createRedisWindowClient({
   url,
   commandTimeoutMs,
 }: {
   url: string
   commandTimeoutMs: number
-}): RedisWindowClient {
+}): Promise<RedisWindowClient> {
+  const { Redis } = await import('ioredis')
   const client = new Redis(url, {
     enableOfflineQueue: false,
     commandTimeout: commandTimeoutMs,

@@ -2,16 +2,14 @@
 // x-error-catalogue, and match what the service answers. Every response the tests receive through
 // test/helpers/app.ts is also checked: a code the operation's document does not list fails it.
 import t from 'tap'
-import { readFileSync } from 'node:fs'
 import { randomUUID } from 'node:crypto'
-import { parse } from 'yaml'
-import { specPath } from '../../src/paths.js'
+import { readSpec } from '../../src/spec.js'
 import { buildServedDocument } from '../../src/docs/served-document.js'
 import { errorCodesByOperation, listOperations } from '../../src/docs/operation-errors.js'
 import { unlistedCodes } from '../helpers/contract.js'
 import { buildTestApp, newKey } from '../helpers/app.js'
 
-const spec = parse(readFileSync(specPath, 'utf8'))
+const spec = readSpec() as any
 
 t.test('the served document lists, on every error response, the codes from the catalogue', async (t) => {
   const api = await buildTestApp(t)

@@ -8,19 +8,18 @@ import t from 'tap'
 import fc from 'fast-check'
 import { randomUUID } from 'node:crypto'
 import net from 'node:net'
-import { readFileSync, writeFileSync } from 'node:fs'
-import { parse } from 'yaml'
+import { writeFileSync } from 'node:fs'
 import type { InjectOptions } from 'fastify'
 import { API_KEY, buildTestApp, newKey } from '../helpers/app.js'
 import { contractProblems, findRoute } from '../helpers/contract.js'
 import { createConspectus, createOwner } from '../helpers/fixtures.js'
-import { specPath } from '../../src/paths.js'
+import { readSpec } from '../../src/spec.js'
 
 const seed = Number(process.env.HOSTILE_SEED ?? Math.floor(Math.random() * 2 ** 31))
 const runs = Number(process.env.HOSTILE_RUNS ?? 5000)
 t.comment(`hostile sweep: seed ${seed} (HOSTILE_SEED=${seed} reproduces it), ${runs} requests`)
 
-const spec = parse(readFileSync(specPath, 'utf8'))
+const spec = readSpec() as any
 const api = await buildTestApp(t)
 const owner = await createOwner(api)
 const conspectus = await createConspectus(api, owner)

@@ -7,16 +7,14 @@
 import t from 'tap'
 import fc from 'fast-check'
 import { randomUUID } from 'node:crypto'
-import { readFileSync } from 'node:fs'
-import { parse } from 'yaml'
 import { buildTestApp, newKey } from '../helpers/app.js'
-import { specPath } from '../../src/paths.js'
+import { readSpec } from '../../src/spec.js'
 
 const seed = Number(process.env.STATEFUL_SEED ?? Math.floor(Math.random() * 2 ** 31))
 const runs = Number(process.env.STATEFUL_RUNS ?? 60)
 t.comment(`stateful sweep: seed ${seed} (STATEFUL_SEED=${seed} reproduces it), ${runs} chains`)
 
-const spec = parse(readFileSync(specPath, 'utf8'))
+const spec = readSpec() as any
 const api = await buildTestApp(t)
 const deref = (node: any, kind: string) => (node?.$ref ? spec.components[kind][node.$ref.split('/').pop()] : node)
 

@@ -16,7 +16,7 @@ import {
 import { startPrivateRedis } from '../helpers/private-redis.js'
 
 async function client(t: Test, url: string, commandTimeoutMs = 1000): Promise<RedisWindowClient> {
-  const redis = createRedisWindowClient({ url, commandTimeoutMs })
+  const redis = await createRedisWindowClient({ url, commandTimeoutMs })
   redis.on('error', () => {})
   t.teardown(() => redis.disconnect())
   while (redis.status !== 'ready') await sleep(20)
@@ -100,7 +100,7 @@ t.test(
 
 t.test('Redis down or paused: decisions fall back to the local window; sharing returns when it answers', async (t) => {
   const server = await startPrivateRedis(t)
-  const redis = createRedisWindowClient({ url: server.url, commandTimeoutMs: 50 })
+  const redis = await createRedisWindowClient({ url: server.url, commandTimeoutMs: 50 })
   const local = new SlidingWindowStore()
   const reasons: string[] = []
   const store = new RedisWindowStore({ redis, local, onFallback: (r) => reasons.push(r) })

@@ -63,7 +63,7 @@ export default fp(
     })
     const local = new SlidingWindowStore()
     const shared = config.redisUrl
-      ? sharedStore(fastify, config.redisUrl, config.redisCommandTimeoutMs, local, fallbacks)
+      ? await sharedStore(fastify, config.redisUrl, config.redisCommandTimeoutMs, local, fallbacks)
       : undefined
     // With tracing on, each Redis decision is a span of its request.
     const store = shared ? (fastify.tracing?.traceRateLimitStore(shared) ?? shared) : local
@@ -113,7 +113,7 @@ export default fp(
 )
 
 /** The Redis-backed store with its local fallback, fallback metric, throttled log and shutdown. */
-function sharedStore(
+async function sharedStore(
   fastify: FastifyInstance,
   url: string,
   commandTimeoutMs: number,
@@ -122,7 +122,7 @@ function sharedStore(
 ) {
   let lastLog = Number.NEGATIVE_INFINITY
   let unlogged = 0
-  const redis = createRedisWindowClient({ url, commandTimeoutMs })
+  const redis = await createRedisWindowClient({ url, commandTimeoutMs })
   const store = new RedisWindowStore({
     redis,
     local,
