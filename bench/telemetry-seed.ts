@@ -40,6 +40,6 @@ export async function seedDocsSearch(sql: postgres.Sql, now: number): Promise<{ 
       from generate_series(0::bigint, ${SEARCHES - 1}::bigint) s, generate_series(0, 3) k`
     await tx`select docs_search_rollups_rebuild()`
   })
-  await sql`vacuum analyze docs_search_events, docs_search_queries, docs_search_kpi_buckets`
+  await sql`vacuum analyze docs_search_events, docs_search_queries, docs_search_kpi_buckets, docs_search_kpi_minutes`
   return { events: SEARCHES * 4, seconds: (performance.now() - started) / 1000 }
 }

@@ -157,12 +157,12 @@ try {
   let topUp = batches
   while (eventAt(topUp * BATCH) < Date.now()) await post(batchBody(topUp++))
   console.log(`topped up to the clock: ${fmt((topUp - batches) * BATCH)} events since the seed began`)
-  await bulk`vacuum analyze docs_search_events, docs_search_queries, docs_search_kpi_buckets`
+  await bulk`vacuum analyze docs_search_events, docs_search_queries, docs_search_kpi_buckets, docs_search_kpi_minutes`
 
   // 2. Disk per event.
   const [disk] = await bulk<{ raw: string; rollup: string; buckets: string; n: string }[]>`
     select (select sum(pg_total_relation_size(relid)) from pg_partition_tree('docs_search_events') where isleaf) as raw,
-           pg_total_relation_size('docs_search_queries') as rollup, pg_total_relation_size('docs_search_kpi_buckets') as buckets,
+           pg_total_relation_size('docs_search_queries') as rollup, pg_total_relation_size('docs_search_kpi_buckets') + pg_total_relation_size('docs_search_kpi_minutes') as buckets,
            (select count(*) from docs_search_events) as n`
   const stored = Number(disk!.n)
   console.log(

@@ -331,8 +331,8 @@ export interface paths {
          *     holds every other scope, not this one).
          *
          *     What stays: the KPI counts already aggregated from these events (the per-query rollup and
-         *     the hourly KPI buckets), which hold no session, query text or other personal data. Raw
-         *     events older than `TELEMETRY_RETENTION_DAYS` are gone already.
+         *     the KPI buckets per hour and per minute), which hold no session, query text or other
+         *     personal data. Raw events older than `TELEMETRY_RETENTION_DAYS` are gone already.
          *
          *     Business errors: none beyond the common ones (401, 403, 422, 429).
          */

@@ -127,7 +127,7 @@ export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200
     /**
      * Deletes the rollup rows and KPI buckets that no window can reach: every window ends now and
      * starts after `horizonMs` (now minus the longest window), and reads a query's row only if its
-     * last event is after the window's start, and a bucket only if its hour starts inside it.
+     * last event is after the window's start, and a bucket only if its hour or minute starts inside it.
      * Batched, so that no statement holds many row locks that ingest might wait for.
      */
     async deleteUnreachableRollups(horizonMs: number, batch = 10_000): Promise<{ queries: number; buckets: number }> {
@@ -139,8 +139,9 @@ export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200
         queries += rows.count
         if (rows.count < batch) break
       }
-      const buckets = await sql`delete from docs_search_kpi_buckets where hour_ms <= ${horizonMs}`
-      return { queries, buckets: buckets.count }
+      const hours = await sql`delete from docs_search_kpi_buckets where hour_ms <= ${horizonMs}`
+      const minutes = await sql`delete from docs_search_kpi_minutes where minute_ms <= ${horizonMs}`
+      return { queries, buckets: hours.count + minutes.count }
     },
 
     /** The earliest emitted_at_ms stored, or null when there is none. */

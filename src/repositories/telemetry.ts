@@ -38,30 +38,31 @@ const APPEND_SQL = `
   select ${EVENT_COLUMNS.map(([name, , omitted]) => (omitted === null ? `e.${name}` : `coalesce(e.${name}, ${omitted})`)).join(', ')}
   from json_to_recordset($1) as e(${EVENT_COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ')})`
 
+const MINUTE_MS = 60_000
 const HOUR_MS = 3_600_000
 
-// The KPI query over the window ($1, $2] on emitted_at_ms. A window is cut into the whole hours
-// inside it, [$3, $4), and two partial hours at its edges, ($1, $3) and [$4, $2] ($4 ≥ $3; both
-// may be empty). Per query id, the window's definitions hold over the query's events inside it:
-// - whole hours: the sums kept in docs_search_kpi_buckets (migration 0008), per hour of each
-//   query's first event and band of its first success;
-// - partial hours: the rollup rows (docs_search_queries) of queries with every event in the
+// The KPI query over the window ($1, $2] on emitted_at_ms. A window is cut into the whole minutes
+// inside it, [$3, $4), and two partial minutes at its edges, ($1, $3) and [$4, $2] ($4 ≥ $3; both
+// may be empty); the whole minutes hold the whole hours [$5, $6) ($3 ≤ $5 ≤ $6 ≤ $4). Per query
+// id, the window's definitions hold over the query's events inside it:
+// - whole minutes: the sums kept per hour (docs_search_kpi_buckets, migration 0008) for the whole
+//   hours, and per minute (docs_search_kpi_minutes, 0012) for the minutes around them, each by
+//   the hour or minute of a query's first event and the band of its first success;
+// - partial minutes: the rollup rows (docs_search_queries) of queries with every event in the
 //   window, summed per band straight from an index over the edge, and the events without a
 //   query id, each read from an index over the edge alone;
 // - queries with events on both sides of an edge ("straddlers", found through the span index):
-//   recomputed from their own events inside the window; one counted in a whole hour is taken
-//   out of it (only a query with events after $2 can be, as no whole hour precedes $1).
-// Percentiles (nearest rank, as percentile_disc): the band counts give the total N and, for
-// rank ceil(p·N), the band that holds it; only that band's values inside the window are read
-// (rollup rows with every event in the window, and the straddlers' recomputed values) and sorted.
-// The sign column is +1 for what is added to the buckets' sums, -1 for what is taken out.
-// Every part reads an index range bounded by the window, so one plan fits every window: the
-// statement is prepared (planning it took longer than running it for a 60-minute window).
+//   recomputed from their own events inside the window; one counted in a whole minute is taken
+//   out of it (only a query with events after $2 can be, as no whole minute precedes $1).
 const METRICS_SQL = `
   with whole as (
-    select hour_ms, band, queries, zero_result_queries, clicked, successes
+    select band, queries, zero_result_queries, clicked, successes
     from docs_search_kpi_buckets
-    where hour_ms >= $3::bigint and hour_ms < $4::bigint
+    where hour_ms >= $5::bigint and hour_ms < $6::bigint
+    union all
+    select band, queries, zero_result_queries, clicked, successes
+    from docs_search_kpi_minutes
+    where (minute_ms >= $3::bigint and minute_ms < $5::bigint) or (minute_ms >= $6::bigint and minute_ms < $4::bigint)
   ),
   edges as (
     select docs_search_band(first_success_ms) as band, sum(queries) as queries, sum(zero_result_queries) as zero_result_queries,
@@ -167,11 +168,23 @@ const METRICS_SQL = `
          (select value from percentiles where p = 0.75) as p75_time_to_first_success_ms
   from totals`
 
-/** The whole hours inside (fromMs, toMs], as [start, end) with end ≥ start; empty when none. */
-export function wholeHours(fromMs: number, toMs: number): [number, number] {
-  const start = Math.ceil((fromMs + 1) / HOUR_MS) * HOUR_MS
-  const end = Math.floor((toMs + 1) / HOUR_MS) * HOUR_MS
+/** The aligned periods inside (fromMs, toMs], each as [start, end) with end ≥ start (empty when none). */
+function wholePeriods(fromMs: number, toMs: number, periodMs: number): [number, number] {
+  const start = Math.ceil((fromMs + 1) / periodMs) * periodMs
+  const end = Math.floor((toMs + 1) / periodMs) * periodMs
   return [start, Math.max(start, end)]
+}
+
+/**
+ * The whole minutes inside (fromMs, toMs] and the whole hours among them: $3-$6 of METRICS_SQL.
+ * Without a whole hour, the hours are the empty range at the minutes' end.
+ */
+export function wholeMinutesAndHours(fromMs: number, toMs: number): [number, number, number, number] {
+  const [minutesStart, minutesEnd] = wholePeriods(fromMs, toMs, MINUTE_MS)
+  const [hoursStart, hoursEnd] = wholePeriods(fromMs, toMs, HOUR_MS)
+  return hoursEnd > hoursStart
+    ? [minutesStart, minutesEnd, hoursStart, hoursEnd]
+    : [minutesStart, minutesEnd, minutesEnd, minutesEnd]
 }
 
 export function createTelemetryRepository(db: Db) {
@@ -201,10 +214,9 @@ export function createTelemetryRepository(db: Db) {
      * (see METRICS_SQL).
      */
     async metrics(fromMs: number, toMs: number): Promise<Omit<DocsSearchMetrics, 'window_minutes'>> {
-      const [start, end] = wholeHours(fromMs, toMs)
       const [row] = await db.unsafe<Omit<DocsSearchMetrics, 'window_minutes'>[]>(
         METRICS_SQL,
-        [fromMs, toMs, start, end],
+        [fromMs, toMs, ...wholeMinutesAndHours(fromMs, toMs)],
         { prepare: true },
       )
       return row!

@@ -1,13 +1,14 @@
-// The hourly KPI buckets (migration 0008): windows that hold whole hours, with edges off the
-// hour, answer as the definitions over the raw events; and a rebuild from the events leaves the
-// rollups exactly as the trigger kept them (the benchmark's bulk seed relies on it).
+// The KPI buckets per hour (migration 0008) and per minute (0012): windows that hold whole hours
+// and whole minutes, with edges off the minute, answer as the definitions over the raw events;
+// and a rebuild from the events leaves the rollups exactly as the trigger kept them (the
+// benchmark's bulk seed relies on it).
 import t from 'tap'
 import fc from 'fast-check'
 import { buildTestApp } from '../helpers/app.js'
 import { manualClock } from '../helpers/fixtures.js'
 import { REFERENCE_KPIS } from '../helpers/reference-kpis.js'
 
-// Off the hour, so that every window has two partial hours at its edges.
+// Off the minute, so that every window has two partial minutes at its edges.
 const NOW = Date.parse('2026-11-22T12:17:31.250Z')
 const clock = manualClock(new Date(NOW).toISOString())
 const api = await buildTestApp(t, {}, { now: clock.now })
@@ -15,13 +16,16 @@ const { sql } = api.db
 const min = 60_000
 const hour = 60 * min
 
-// Times over the last 7 hours and a little after NOW, clustered at hour starts, window edges
-// and NOW; success times over many 250 ms bands, the last band (120 s and more) included.
-const edges = [0, -hour, -3 * hour, -5 * hour, -6 * hour]
+// Times over the last 7 hours and a little after NOW, clustered at hour starts, window edges,
+// the minute starts beside the edges, and NOW; success times over many 250 ms bands, the last
+// band (120 s and more) included.
+const edges = [0, -min, -hour, -hour - min, -3 * hour, -5 * hour, -6 * hour]
 const hourStarts = [0, 1, 2, 3, 4, 5, 6].map((h) => Math.floor(NOW / hour) * hour - h * hour)
+const minuteStarts = edges.flatMap((edge) => [0, 1].map((m) => Math.floor((NOW + edge) / min) * min + m * min))
 const at = fc.oneof(
   fc.tuple(fc.constantFrom(...edges), fc.integer({ min: -2, max: 2 })).map(([edge, d]) => NOW + edge + d),
   fc.tuple(fc.constantFrom(...hourStarts), fc.integer({ min: -2, max: 2 })).map(([start, d]) => start + d),
+  fc.tuple(fc.constantFrom(...minuteStarts), fc.integer({ min: -2, max: 2 })).map(([start, d]) => start + d),
   fc.integer({ min: NOW - 7 * hour, max: NOW + 2 * min }),
 )
 const event = fc.record({
@@ -49,10 +53,15 @@ const ingest = async (batches: unknown[][], concurrently = false) => {
 }
 
 t.test('truncating the query rollup empties its buckets', async (t) => {
+  const counts = async () =>
+    (
+      await sql`select (select count(*) from docs_search_kpi_buckets)::int as hours,
+                       (select count(*) from docs_search_kpi_minutes)::int as minutes`
+    )[0]
   await ingest([[{ event: 'search_query', emitted_at_ms: NOW - min, query_id: 'x' }]])
-  t.equal((await sql`select count(*)::int as n from docs_search_kpi_buckets`)[0]!.n, 1)
+  t.same(await counts(), { hours: 1, minutes: 1 })
   await sql`truncate docs_search_events, docs_search_queries`
-  t.equal((await sql`select count(*)::int as n from docs_search_kpi_buckets`)[0]!.n, 0)
+  t.same(await counts(), { hours: 0, minutes: 0 })
 })
 
 t.test('windows with whole hours and partial edges answer as the definitions over the raw events', async (t) => {
@@ -60,7 +69,7 @@ t.test('windows with whole hours and partial edges answer as the definitions ove
   await fc.assert(
     fc.asyncProperty(batches, async (batches) => {
       await ingest(batches)
-      for (const windowMinutes of [1, 60, 61, 180, 360]) {
+      for (const windowMinutes of [1, 2, 60, 61, 62, 180, 360]) {
         const answer = (await api.get(`/api/v1/telemetry/docs-search/metrics?window_minutes=${windowMinutes}`)).json()
         const [expected] = await sql.unsafe(REFERENCE_KPIS, [NOW - windowMinutes * min, NOW])
         const { zero_result_rate, query_ctr, window_minutes, ...counts } = answer
@@ -70,7 +79,7 @@ t.test('windows with whole hours and partial edges answer as the definitions ove
     }),
     { seed: Number(process.env.FC_SEED ?? 20261123), numRuns: 40 },
   )
-  t.equal(checked, 200, 'every generated case was compared')
+  t.equal(checked, 280, 'every generated case was compared')
 })
 
 t.test(
@@ -83,6 +92,9 @@ t.test(
       buckets:
         await sql`select hour_ms, band, queries, zero_result_queries, clicked, successes from docs_search_kpi_buckets
                        where queries <> 0 or zero_result_queries <> 0 or clicked <> 0 or successes <> 0 order by hour_ms, band`,
+      minutes:
+        await sql`select minute_ms, band, queries, zero_result_queries, clicked, successes from docs_search_kpi_minutes
+                       where queries <> 0 or zero_result_queries <> 0 or clicked <> 0 or successes <> 0 order by minute_ms, band`,
     })
     let checked = 0
     await fc.assert(

@@ -139,8 +139,9 @@ t.test('retention drops the days older than the limit and no KPI over the kept w
   const horizon = after - 7 * DAY
   const [unreachable] =
     await sql`select (select count(*) from docs_search_queries where last_ms <= ${horizon})::int as queries,
-                                         (select count(*) from docs_search_kpi_buckets where hour_ms <= ${horizon})::int as buckets`
-  t.same(unreachable, { queries: 0, buckets: 0 }, 'rollup rows and buckets no window reaches are gone')
+                                         (select count(*) from docs_search_kpi_buckets where hour_ms <= ${horizon})::int as buckets,
+                                         (select count(*) from docs_search_kpi_minutes where minute_ms <= ${horizon})::int as minutes`
+  t.same(unreachable, { queries: 0, buckets: 0, minutes: 0 }, 'rollup rows and buckets no window reaches are gone')
 
   const afterRetention = await Promise.all(windows.map(kpis))
   t.same(afterRetention, beforeAfterClock, 'every window answers as before the drop')

@@ -26,7 +26,10 @@ t.test('the previous release ingests and reads KPIs before, during and after 001
   const earlier = await mkdtemp(path.join(os.tmpdir(), 'migrations-'))
   t.teardown(() => rm(earlier, { recursive: true, force: true }))
   const all = path.join(projectRoot, 'db/migrations')
-  for (const file of (await readdir(all)).filter((f) => f.endsWith('.sql') && f < '0011'))
+  // Every file but 0011. The later ones (0012-0013, the minute buckets, which 0011 does not touch)
+  // are applied ahead so that this repository's KPI query, which reads them, can stand in for the
+  // old replica's.
+  for (const file of (await readdir(all)).filter((f) => f.endsWith('.sql') && !f.startsWith('0011_')))
     await copyFile(path.join(all, file), path.join(earlier, file))
   await migrate(db.sql, earlier)
 
@@ -74,7 +77,7 @@ t.test('the previous release ingests and reads KPIs before, during and after 001
   })()
   await new Promise((r) => setTimeout(r, 100))
   const applied = await migrate(db.sql)
-  t.equal(applied[0], '0011_docs_search_events_partitioned.sql')
+  t.same(applied, ['0011_docs_search_events_partitioned.sql'])
   await new Promise((r) => setTimeout(r, 200))
   running = false
   await traffic
