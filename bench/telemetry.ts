@@ -210,13 +210,17 @@ try {
   const [{ n: dayRows }] = (await bulk.unsafe(
     `select count(*)::bigint as n from ${partitionName(oldest)}`,
   )) as unknown as [{ n: string }]
-  let drop = { started: 0, ms: 0, attempts: 0 }
+  // The drop's two steps (as lifecycle.dropPartition takes them), timed apart: the detach is the
+  // one that ingest could wait for; the drop of the detached table frees its files.
+  let drop = { started: 0, ms: 0, detachMs: 0, attempts: 0 }
   const duringDrop = await load(6, async () => {
     const started = performance.now()
     for (let attempt = 1; ; attempt++) {
       try {
-        await lifecycle.dropPartition(partitionName(oldest))
-        drop = { started, ms: performance.now() - started, attempts: attempt }
+        await lifecycle.detachPartition(partitionName(oldest))
+        const detachMs = performance.now() - started
+        await lifecycle.dropDetached(partitionName(oldest))
+        drop = { started, ms: performance.now() - started, detachMs, attempts: attempt }
         return
       } catch (err) {
         if (!isLockTimeout(err) || attempt > 50) throw err
@@ -230,7 +234,8 @@ try {
     .sort((a, b) => a - b)
   const allDuring = duringDrop.map((s) => s.ms).sort((a, b) => a - b)
   console.log(
-    `drop one day (${fmt(Number(dayRows))} events, one partition): ${fmt(drop.ms)} ms, ${drop.attempts} attempt(s) (target < 1 s)`,
+    `drop one day (${fmt(Number(dayRows))} events, one partition): ${fmt(drop.ms)} ms, of which the detach ${fmt(drop.detachMs)} ms, ` +
+      `${drop.attempts} attempt(s) (target < 1 s)`,
   )
   console.log(
     `ingest p99 without a drop ${fmt(p(baseline, 0.99))} ms; during the 6 s with the drop ${fmt(p(allDuring, 0.99))} ms; ` +

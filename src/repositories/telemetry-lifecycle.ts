@@ -101,9 +101,36 @@ export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200
       return Number(row!.n)
     },
 
-    /** Drops a partition: a short exclusive lock on the parent, taken within lock_timeout or not at all. */
+    /**
+     * Drops a partition in two transactions. The detach takes a short exclusive lock on the
+     * parent (within lock_timeout or not at all) and changes only the catalogue. The drop then
+     * frees the day's files, seconds for gigabytes at its commit, locking only the detached
+     * table: ingest, which a DROP of the partition itself would hold up until then, goes on.
+     */
     async dropPartition(name: string): Promise<void> {
-      await sql.unsafe(`set local lock_timeout = '${lockTimeout}'; drop table ${ident(name)};`)
+      await this.detachPartition(name)
+      await this.dropDetached(name)
+    },
+
+    /** Takes a partition out of the table (catalogue only), within lock_timeout or not at all. */
+    async detachPartition(name: string): Promise<void> {
+      await sql.unsafe(
+        `set local lock_timeout = '${lockTimeout}'; alter table ${PARENT} detach partition ${ident(name)};`,
+      )
+    },
+
+    /** Drops a day table that is no longer a partition. */
+    async dropDetached(name: string): Promise<void> {
+      await sql.unsafe(`drop table if exists ${ident(name)}`)
+    },
+
+    /** Day tables left detached by a drop cut short between its two steps (the process stopped). */
+    async detachedDays(): Promise<string[]> {
+      const rows = await sql<{ name: string }[]>`
+        select relname as name from pg_class
+        where relnamespace = current_schema()::regnamespace and relkind = 'r' and not relispartition
+          and relname ~ ${`^${PARENT}_[0-9]{8}$`}`
+      return rows.map((r) => r.name)
     },
 
     /**

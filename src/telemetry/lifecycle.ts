@@ -114,6 +114,15 @@ export class TelemetryLifecycle {
         .catch((err) => log.warn({ err, partition: p.name }, 'telemetry: session index not built'))
     }
 
+    // A drop cut short between its detach and its drop (the process stopped) is finished first.
+    for (const name of await repo.detachedDays()) {
+      const rows = await repo.countRows(name)
+      await repo.dropDetached(name)
+      this.figures.rowsDropped += rows
+      this.figures.partitionsDropped++
+      log.info({ partition: name, rows }, 'telemetry: detached partition dropped')
+    }
+
     // Retention: whole partitions whose every event is older than the limit.
     for (const p of ranged.filter((p) => p.toMs !== null && p.toMs <= cutoff)) {
       const rows = await repo.countRows(p.name)
