@@ -54,6 +54,12 @@ const HOUR_MS = 3_600_000
 // - queries with events on both sides of an edge ("straddlers", found through the span index):
 //   recomputed from their own events inside the window; one counted in a whole minute is taken
 //   out of it (only a query with events after $2 can be, as no whole minute precedes $1).
+// Percentiles (nearest rank, as percentile_disc): the band counts give the total N and, for
+// rank ceil(p·N), the band that holds it; only that band's values inside the window are read
+// (rollup rows with every event in the window, and the straddlers' recomputed values) and sorted.
+// The sign column is +1 for what is added to the buckets' sums, -1 for what is taken out.
+// Every part reads an index range bounded by the window, so one plan fits every window: the
+// statement is prepared (planning it took longer than running it for a 60-minute window).
 const METRICS_SQL = `
   with whole as (
     select band, queries, zero_result_queries, clicked, successes
