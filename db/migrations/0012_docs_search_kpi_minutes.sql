@@ -5,8 +5,8 @@
 -- the partial minutes at its two edges.
 --
 -- Expand only: the hourly buckets are kept as before, so a previous release's KPI query answers
--- as it did. This file starts the minute buckets (table and trigger); 0013 fills them for the
--- events stored before, once every batch that ran the previous trigger has committed.
+-- as it did. This file starts the minute buckets (table and trigger); 0013 waits until every
+-- batch that ran the previous trigger has committed, and 0014 fills them for the events before.
 
 create table docs_search_kpi_minutes (
   -- start of the minute (epoch ms) of the query's first event; of the event itself for events
@@ -107,8 +107,8 @@ begin
   return null;
 end $$;
 
--- The minute buckets from the query rollup and the events without a query id: 0013's fill, and
--- docs_search_rollups_rebuild()'s.
+-- The minute buckets from the query rollup and the events without a query id, from scratch (for
+-- docs_search_rollups_rebuild(), which runs with the trigger quiet).
 create function docs_search_kpi_minutes_rebuild() returns void language sql as $$
   delete from docs_search_kpi_minutes;
   insert into docs_search_kpi_minutes (minute_ms, band, queries, zero_result_queries, clicked, successes)

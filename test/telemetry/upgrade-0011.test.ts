@@ -26,7 +26,7 @@ t.test('the previous release ingests and reads KPIs before, during and after 001
   const earlier = await mkdtemp(path.join(os.tmpdir(), 'migrations-'))
   t.teardown(() => rm(earlier, { recursive: true, force: true }))
   const all = path.join(projectRoot, 'db/migrations')
-  // Every file but 0011. The later ones (0012-0013, the minute buckets, which 0011 does not touch)
+  // Every file but 0011. The later ones (0012-0014, the minute buckets, which 0011 does not touch)
   // are applied ahead so that this repository's KPI query, which reads them, can stand in for the
   // old replica's.
   for (const file of (await readdir(all)).filter((f) => f.endsWith('.sql') && !f.startsWith('0011_')))

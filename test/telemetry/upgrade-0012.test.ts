@@ -1,4 +1,4 @@
-// Migrations 0012-0013 (KPI buckets per minute) under ingest: events stored before them, and
+// Migrations 0012-0014 (KPI buckets per minute) under ingest: events stored before them, and
 // batches sent while they run, all end up in the minute buckets exactly once, and every KPI
 // window answers as the definitions over the events.
 import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises'
@@ -48,7 +48,11 @@ t.test('minute buckets filled for the stored events and kept for batches sent du
     while (running) await telemetry.append(batch(40, `during-${w}-${rounds++}`))
   })
   await new Promise((r) => setTimeout(r, 50))
-  t.same(await migrate(db.sql), ['0012_docs_search_kpi_minutes.sql', '0013_docs_search_kpi_minutes_fill.sql'])
+  t.same(await migrate(db.sql), [
+    '0012_docs_search_kpi_minutes.sql',
+    '0013_docs_search_kpi_minutes_wait.sql',
+    '0014_docs_search_kpi_minutes_fill.sql',
+  ])
   await new Promise((r) => setTimeout(r, 100))
   running = false
   await Promise.all(traffic)
