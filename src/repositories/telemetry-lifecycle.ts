@@ -45,6 +45,19 @@ export const isLockTimeout = (err: unknown) => (err as { code?: string }).code =
 
 export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200) {
   const lockTimeout = `${Math.max(1, Math.round(lockTimeoutMs))}ms`
+
+  /** Takes a partition out of the table (catalogue only), within lock_timeout or not at all. */
+  async function detachPartition(name: string): Promise<void> {
+    await sql.unsafe(
+      `set local lock_timeout = '${lockTimeout}'; alter table ${PARENT} detach partition ${ident(name)};`,
+    )
+  }
+
+  /** Drops a day table that is no longer a partition. */
+  async function dropDetached(name: string): Promise<void> {
+    await sql.unsafe(`drop table if exists ${ident(name)}`)
+  }
+
   return {
     async partitions(): Promise<Partition[]> {
       const rows = await sql<{ name: string; bound: string; has_session_index: boolean }[]>`
@@ -108,21 +121,12 @@ export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200
      * table: ingest, which a DROP of the partition itself would hold up until then, goes on.
      */
     async dropPartition(name: string): Promise<void> {
-      await this.detachPartition(name)
-      await this.dropDetached(name)
+      await detachPartition(name)
+      await dropDetached(name)
     },
 
-    /** Takes a partition out of the table (catalogue only), within lock_timeout or not at all. */
-    async detachPartition(name: string): Promise<void> {
-      await sql.unsafe(
-        `set local lock_timeout = '${lockTimeout}'; alter table ${PARENT} detach partition ${ident(name)};`,
-      )
-    },
-
-    /** Drops a day table that is no longer a partition. */
-    async dropDetached(name: string): Promise<void> {
-      await sql.unsafe(`drop table if exists ${ident(name)}`)
-    },
+    detachPartition,
+    dropDetached,
 
     /** Day tables left detached by a drop cut short between its two steps (the process stopped). */
     async detachedDays(): Promise<string[]> {

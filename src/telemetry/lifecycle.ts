@@ -114,34 +114,36 @@ export class TelemetryLifecycle {
         .catch((err) => log.warn({ err, partition: p.name }, 'telemetry: session index not built'))
     }
 
-    // A drop cut short between its detach and its drop (the process stopped) is finished first.
-    for (const name of await repo.detachedDays()) {
-      const rows = await repo.countRows(name)
-      await repo.dropDetached(name)
-      this.figures.rowsDropped += rows
-      this.figures.partitionsDropped++
-      log.info({ partition: name, rows }, 'telemetry: detached partition dropped')
-    }
-
-    // Retention: whole partitions whose every event is older than the limit.
-    for (const p of ranged.filter((p) => p.toMs !== null && p.toMs <= cutoff)) {
-      const rows = await repo.countRows(p.name)
-      const started = performance.now()
-      const dropped = await this.#withRetry(`drop partition ${p.name}`, () => repo.dropPartition(p.name))
-      if (!dropped) continue
-      this.figures.rowsDropped += rows
-      this.figures.partitionsDropped++
-      log.info(
-        { partition: p.name, rows, ms: Math.round(performance.now() - started) },
-        'telemetry: partition dropped by retention',
+    // A drop cut short between its detach and its drop (the process stopped) is finished first;
+    // then retention: whole partitions whose every event is older than the limit.
+    for (const name of await repo.detachedDays())
+      await this.#dropDay(repo, name, async () => {
+        await repo.dropDetached(name)
+        return true
+      })
+    for (const p of ranged.filter((p) => p.toMs !== null && p.toMs <= cutoff))
+      await this.#dropDay(repo, p.name, () =>
+        this.#withRetry(`drop partition ${p.name}`, () => repo.dropPartition(p.name)),
       )
-    }
     this.figures.rowsDropped += await repo.deleteDefaultBefore(cutoff)
 
     const { queries, buckets } = await repo.deleteUnreachableRollups(now - LONGEST_KPI_WINDOW_DAYS * DAY_MS)
     this.figures.rollupRowsDropped += queries + buckets
     this.figures.oldestEventMs = await repo.oldestEventMs()
     this.figures.lastRunMs = Date.now()
+  }
+
+  /** Drops one day's table with `drop` (false: it gave way to ingest) and counts its rows as dropped. */
+  async #dropDay(repo: TelemetryLifecycleRepository, name: string, drop: () => Promise<boolean>): Promise<void> {
+    const rows = await repo.countRows(name)
+    const started = performance.now()
+    if (!(await drop())) return
+    this.figures.rowsDropped += rows
+    this.figures.partitionsDropped++
+    this.options.log.info(
+      { partition: name, rows, ms: Math.round(performance.now() - started) },
+      'telemetry: partition dropped by retention',
+    )
   }
 
   /** Retries a statement that gave way to ingest (lock_timeout); false if it never got its lock. */

@@ -3,6 +3,8 @@
 // migrator), so no test file pays for migrating; `test/helpers/drop-template.ts` drops it after.
 import { createHash, randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
+import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises'
+import os from 'node:os'
 import path from 'node:path'
 import postgres from 'postgres'
 import type { Test } from 'tap'
@@ -87,4 +89,21 @@ export async function createTestDatabase(
     await admin.end()
   })
   return { name, url, sql }
+}
+
+/**
+ * A fresh database with only the migration files that `applied` selects, for tests of an upgrade
+ * across the others (`migrate(db.sql)` applies them later).
+ */
+export async function createPartlyMigratedDatabase(t: Test, applied: (file: string) => boolean): Promise<TestDatabase> {
+  const db = await createTestDatabase(t, { migrated: false })
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'migrations-'))
+  try {
+    for (const file of (await readdir(migrationsDir)).filter((f) => f.endsWith('.sql') && applied(f)))
+      await copyFile(path.join(migrationsDir, file), path.join(dir, file))
+    await migrate(db.sql, dir)
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+  return db
 }

@@ -2,36 +2,24 @@
 // previous release keeps inserting and reading KPIs, over its own prepared statements, before,
 // during and after the migration; stored events stay where they are (the old table becomes a
 // partition) and every KPI answers as the definitions over the events.
-import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises'
-import os from 'node:os'
-import path from 'node:path'
 import t from 'tap'
 import { buildApp } from '../../src/app.js'
 import { createClient } from '../../src/db/client.js'
 import { loadConfig } from '../../src/config.js'
 import { migrate } from '../../src/db/migrate.js'
-import { projectRoot } from '../../src/paths.js'
 import { createTelemetryRepository } from '../../src/repositories/telemetry.js'
 import { NO_LOAD_SHEDDING } from '../helpers/app.js'
-import { createTestDatabase } from '../helpers/database.js'
+import { createPartlyMigratedDatabase } from '../helpers/database.js'
 import { REFERENCE_KPIS } from '../helpers/reference-kpis.js'
 
 const DAY = 86_400_000
 const now = Date.now()
 
 t.test('the previous release ingests and reads KPIs before, during and after 0011', async (t) => {
-  const db = await createTestDatabase(t)
-  await db.sql`drop schema public cascade`
-  await db.sql`create schema public`
-  const earlier = await mkdtemp(path.join(os.tmpdir(), 'migrations-'))
-  t.teardown(() => rm(earlier, { recursive: true, force: true }))
-  const all = path.join(projectRoot, 'db/migrations')
   // Every file but 0011. The later ones (0012-0014, the minute buckets, which 0011 does not touch)
   // are applied ahead so that this repository's KPI query, which reads them, can stand in for the
   // old replica's.
-  for (const file of (await readdir(all)).filter((f) => f.endsWith('.sql') && !f.startsWith('0011_')))
-    await copyFile(path.join(all, file), path.join(earlier, file))
-  await migrate(db.sql, earlier)
+  const db = await createPartlyMigratedDatabase(t, (f) => !f.startsWith('0011_'))
 
   // The old replica: its own pool, prepared statements. The INSERT and the KPI query of this
   // repository are the previous release's, unchanged (same table name and columns).

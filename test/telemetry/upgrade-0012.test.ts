@@ -1,30 +1,18 @@
 // Migrations 0012-0014 (KPI buckets per minute) under ingest: events stored before them, and
 // batches sent while they run, all end up in the minute buckets exactly once, and every KPI
 // window answers as the definitions over the events.
-import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises'
-import os from 'node:os'
-import path from 'node:path'
 import t from 'tap'
 import { createClient } from '../../src/db/client.js'
 import { migrate } from '../../src/db/migrate.js'
-import { projectRoot } from '../../src/paths.js'
 import { createTelemetryRepository } from '../../src/repositories/telemetry.js'
-import { createTestDatabase } from '../helpers/database.js'
+import { createPartlyMigratedDatabase } from '../helpers/database.js'
 import { REFERENCE_KPIS } from '../helpers/reference-kpis.js'
 
 const MINUTE = 60_000
 const now = Date.now()
 
 t.test('minute buckets filled for the stored events and kept for batches sent during the migration', async (t) => {
-  const db = await createTestDatabase(t)
-  await db.sql`drop schema public cascade`
-  await db.sql`create schema public`
-  const earlier = await mkdtemp(path.join(os.tmpdir(), 'migrations-'))
-  t.teardown(() => rm(earlier, { recursive: true, force: true }))
-  const all = path.join(projectRoot, 'db/migrations')
-  for (const file of (await readdir(all)).filter((f) => f.endsWith('.sql') && f < '0012'))
-    await copyFile(path.join(all, file), path.join(earlier, file))
-  await migrate(db.sql, earlier)
+  const db = await createPartlyMigratedDatabase(t, (f) => f < '0012')
 
   // Ingest on its own pool, as a replica would; the INSERT is the same before and after 0012.
   const pool = createClient(db.url, { max: 3 })
