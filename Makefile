@@ -10,7 +10,7 @@ node_modules: $(NPM_STAMP)
 
 # tap rebuilds its Test class when package.json's plugins differ from the ones it was built with,
 # but the run that rebuilds has already chosen its loaders: the first `tap` after `npm ci` loads
-# @tapjs/typescript (ts-node) into every test file besides tsx, which nearly doubles its CPU.
+# @tapjs/typescript (ts-node) into every test file, which nearly doubles its CPU.
 # Built here first, whenever node_modules or package.json is newer.
 TAP_STAMP := node_modules/.tap-built
 
@@ -40,7 +40,7 @@ test-alerts:
 
 ## Runs the README's sh blocks in order against a fresh server (also run by `make test`).
 test-readme: node_modules $(TAP_STAMP)
-	npx tap test/readme/readme-walk.test.ts
+	npm test -- .build/test/readme/readme-walk.test.js
 
 ## Regenerates generated/ from spec/openapi.yaml.
 generate: node_modules
@@ -128,4 +128,4 @@ bench-hostile: build
 	npx tsx bench/hostile.ts
 
 clean:
-	rm -rf dist .tap coverage
+	rm -rf dist .build .tap coverage

@@ -14,9 +14,9 @@ import { createRequire } from 'node:module'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import standaloneCode from 'ajv/dist/standalone/index.js'
-import { isIanaTimeZone } from '../src/validation/time-zone.ts'
-import { isBoundedDateTime } from '../src/validation/date-time.ts'
-import { addProjectFormats } from '../src/validation/formats.ts'
+import { isIanaTimeZone } from '../src/validation/time-zone.js'
+import { isBoundedDateTime } from '../src/validation/date-time.js'
+import { addProjectFormats } from '../src/validation/formats.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const out = path.join(root, 'generated')

@@ -4,7 +4,7 @@
 //                 [RATE_MAX=1000 RATE_WINDOW_MS=60000] [EXPIRES_AT=2027-01-31T00:00:00Z]
 // The entry is checked by the same rules as the service's start-up.
 import { createHash, randomBytes } from 'node:crypto'
-import { parseKeyFile } from '../src/auth/key-file.ts'
+import { parseKeyFile } from '../src/auth/key-file.js'
 
 export const SECRET_PREFIX = 'ssk_'
 

@@ -2,6 +2,7 @@
 // through the API of a live server with no hand edits.
 import t from 'tap'
 import { execFileSync } from 'node:child_process'
+import { tsImport } from 'tsx/esm/api'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -37,8 +38,9 @@ t.test('generate from /openapi.json, compile with tsc, run against the server', 
   )
   t.pass('the example compiles against the generated types')
 
-  // Imported by path: the example's types only exist once generated above.
-  const { walk } = await import(pathToFileURL(path.join(dir, 'walk.ts')).href)
+  // Imported by path (the example's types only exist once generated above), through tsx: the
+  // example is TypeScript, as a partner would write it.
+  const { walk } = await tsImport(pathToFileURL(path.join(dir, 'walk.ts')).href, import.meta.url)
   const result = await walk(base, 'client-key', String(Date.now()))
   t.match(result, {
     user: { username: 'walker', timezone: 'Europe/Berlin' },

@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { projectRoot } from '../../src/paths.js'
 import { LOCK_FILE, lockDataDir } from '../../src/db/data-dir-lock.js'
-import { freePort, startServer } from '../helpers/server-process.js'
+import { freePort, SERVER_SCRIPT, startServer } from '../helpers/server-process.js'
 import { childEnv } from '../helpers/child-env.js'
 
-// PGlite's first start (initdb) plus loading the TypeScript sources can take minutes on a
+// PGlite's first start (initdb) can take minutes on a
 // loaded 2-core CI machine; the steps below are not timed, only allowed to finish.
 t.setTimeout(600_000)
 
@@ -27,12 +27,12 @@ function tempDir(t: Test) {
   return dir
 }
 
-/** Runs src/server.ts to its exit and returns the exit code and everything it printed. */
+/** Runs the server to its exit and returns the exit code and everything it printed. */
 function runToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   return freePort().then(
     (port) =>
       new Promise((resolve) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+        const child = spawn(process.execPath, [SERVER_SCRIPT], {
           cwd: projectRoot,
           env: childEnv({
             LOG_LEVEL: 'warn',

@@ -1,7 +1,8 @@
-// Runs the real server (src/server.ts) as a child process, for signal and crash tests.
+// Runs the real server (src/server.ts, as transpiled for the tests) as a child process, for signal and crash tests.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
 import { projectRoot } from '../../src/paths.js'
 import { childEnv } from './child-env.js'
@@ -12,6 +13,12 @@ export interface ServerProcess {
   exited: Promise<number | null>
   output: () => string
 }
+
+/**
+ * The server as the tests run it: src/server.ts transpiled with the tests (tools/build-tests.mjs),
+ * so a test's server starts without a TypeScript loader of its own.
+ */
+export const SERVER_SCRIPT = fileURLToPath(new URL('../../src/server.js', import.meta.url))
 
 /** A port nobody listens on right now (the OS picks it). */
 export function freePort(): Promise<number> {
@@ -28,7 +35,7 @@ export function freePort(): Promise<number> {
 export interface ServerBuild {
   /** The folder to run in (default: this working tree). */
   cwd?: string
-  /** Node's arguments (default: this tree's TypeScript sources through tsx). */
+  /** Node's arguments (default: this tree's server, SERVER_SCRIPT). */
   args?: string[]
 }
 
@@ -38,7 +45,7 @@ export async function startServer(
   build: ServerBuild = {},
 ): Promise<ServerProcess> {
   const port = env.PORT ?? String(await freePort())
-  const child = spawn(process.execPath, build.args ?? ['--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, build.args ?? [SERVER_SCRIPT], {
     cwd: build.cwd ?? projectRoot,
     // Load shedding off unless a test sets it: a busy CI machine must not turn into 503s here.
     env: childEnv({

@@ -4,14 +4,14 @@ import { execFileSync, spawn } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { projectRoot } from '../../src/paths.js'
 import { createTestDatabase } from '../helpers/database.js'
-import { freePort } from '../helpers/server-process.js'
+import { freePort, SERVER_SCRIPT } from '../helpers/server-process.js'
 import { childEnv } from '../helpers/child-env.js'
 
 t.test('pino-pretty lines on a terminal', async (t) => {
   const db = await createTestDatabase(t)
   const port = String(await freePort())
   // util-linux `script` gives the server a pseudo-terminal as stdout.
-  const child = spawn('script', ['-qfec', `${process.execPath} --import tsx src/server.ts`, '/dev/null'], {
+  const child = spawn('script', ['-qfec', `${process.execPath} ${SERVER_SCRIPT}`, '/dev/null'], {
     cwd: projectRoot,
     env: childEnv({
       DATABASE_URL: db.url,
@@ -47,7 +47,7 @@ t.test('pino-pretty lines on a terminal', async (t) => {
   t.notMatch(output, /\{"level":/, 'no JSON line')
 })
 
-/** The pid of the node process running src/server.ts under `root` (script, then maybe a shell). */
+/** The pid of the node process running the server under `root` (script, then maybe a shell). */
 function serverPid(root: number): number {
   let children: string[]
   try {
@@ -59,7 +59,7 @@ function serverPid(root: number): number {
   }
   for (const line of children) {
     const [pid, ...args] = line.trim().split(/\s+/)
-    if (args.join(' ').includes('src/server.ts') && args[0] === process.execPath) return Number(pid)
+    if (args.join(' ').includes(SERVER_SCRIPT) && args[0] === process.execPath) return Number(pid)
     const below = serverPid(Number(pid))
     if (below) return below
   }
