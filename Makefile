@@ -68,7 +68,7 @@ key: node_modules
 
 ## The contract against the highest released one (spec/released/): an edit needs a version move, a breaking one a new major; docs/compatibility.md.
 api-compat: node_modules
-	./tools/api-compat.sh
+	./tools/api-compat.mjs
 
 ## The built server on Node.js 24 (the Docker image's version, from the npm registry): ready, create and read a user.
 smoke-node24: build

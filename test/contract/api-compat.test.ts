@@ -1,4 +1,4 @@
-// `make api-compat` (tools/api-compat.sh): the contract against the last released one. It must
+// `make api-compat` (tools/api-compat.mjs): the contract against the last released one. It must
 // pass for the current spec and fail on a real breaking change unless the major version moves.
 import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
@@ -14,7 +14,7 @@ function gate(revision?: string, releasedDir?: string): Promise<{ status: number
   return new Promise((resolve) => {
     const env = childEnv({ API_COMPAT_REQUIRE_RELEASED: '0' })
     if (releasedDir) env.API_COMPAT_RELEASED_DIR = releasedDir
-    const child = spawn(path.join(projectRoot, 'tools/api-compat.sh'), revision ? [revision] : [], {
+    const child = spawn(path.join(projectRoot, 'tools/api-compat.mjs'), revision ? [revision] : [], {
       cwd: projectRoot,
       env,
     })
@@ -117,7 +117,7 @@ t.test('the gate fails a change without a version move, and breaking changes unl
         removeClientUuid(spec)
         spec.info.version = bumped(bumped(version, 'major'), 'minor')
       })
-      const child = spawn(path.join(projectRoot, 'tools/api-compat.sh'), [file], {
+      const child = spawn(path.join(projectRoot, 'tools/api-compat.mjs'), [file], {
         cwd: projectRoot,
         env: childEnv({ API_COMPAT_RELEASED_DIR: released, API_COMPAT_REQUIRE_RELEASED: '1' }),
       })
