@@ -3,6 +3,8 @@
 // these instead of casting.
 import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
 import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui'
+import type { FastifyBaseLogger } from 'fastify'
+import type pino from 'pino'
 import type postgres from 'postgres'
 import type { Db } from './db/client.js'
 
@@ -32,4 +34,13 @@ export function existingStore(store: FastifyRateLimitStore): FastifyRateLimitSto
 /** Swagger UI takes any of its config keys (dotted ones such as `urls.primaryName`); the plugin's type lists a subset. */
 export function swaggerUiConfig(config: Record<string, unknown>): FastifySwaggerUiOptions['uiConfig'] {
   return config as FastifySwaggerUiOptions['uiConfig']
+}
+
+/**
+ * Adds fields to a request's logger in place. Fastify's logger type lists only the log methods,
+ * but the service's request loggers are pino children, whose `setBindings` does this; a logger
+ * without it (Fastify's null logger when logging is off) has no lines to add them to.
+ */
+export function addLogBindings(log: FastifyBaseLogger, bindings: Record<string, string>): void {
+  ;(log as Partial<Pick<pino.Logger, 'setBindings'>>).setBindings?.(bindings)
 }

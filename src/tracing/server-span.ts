@@ -1,11 +1,8 @@
-// The server span of a request. The sampling decision comes first, when Fastify makes the
-// request's child logger: `tracer.startSpan` asks the SDK's sampler (OTEL_TRACES_SAMPLER,
-// parent-based on the caller's traceparent), and a sampled request's one child logger carries
-// its trace and span ids beside the request id (no second child logger per request). An
-// unsampled request gets nothing more: no context entered, no attribute. Only a sampled request
-// pays for its span. (@fastify/otel builds and enters a context for every request, sampled or
-// not: bench/results.md, "Tracing cost".)
-import type { IncomingMessage } from 'node:http'
+// The server span of a request. The sampling decision comes first: `tracer.startSpan` asks the
+// SDK's sampler (OTEL_TRACES_SAMPLER, parent-based on the caller's traceparent), and an unsampled
+// request gets nothing more: no context entered, no attribute, no logger binding. Only a sampled
+// request pays for its span. (@fastify/otel builds and enters a context for every request,
+// sampled or not: bench/results.md, "Tracing cost".)
 import {
   type Context,
   propagation,
@@ -17,6 +14,7 @@ import {
   type Tracer,
 } from '@opentelemetry/api'
 import type { FastifyInstance } from 'fastify'
+import { addLogBindings } from '../library-types.js'
 import { routeTemplate } from '../route-template.js'
 import { sampledRequest } from './sampled-request.js'
 
@@ -33,9 +31,6 @@ declare module 'fastify' {
   }
 }
 
-// From the child logger's factory (which sees only Node's request) to the request's hooks.
-const startedSpans = new WeakMap<IncomingMessage, TracedRequest>()
-
 /** Probes and metrics are scraped every few seconds: never traced. */
 const UNTRACED = new Set(['/live', '/ready', '/metrics'])
 const untraced = (url: string) => {
@@ -43,36 +38,25 @@ const untraced = (url: string) => {
   return UNTRACED.has(q === -1 ? url : url.slice(0, q))
 }
 
-/** The span of a request the sampler records, or undefined (probes, unsampled requests). */
-function startServerSpan(tracer: Tracer, raw: IncomingMessage): TracedRequest | undefined {
-  if (untraced(raw.url ?? '/')) return undefined
-  const parent = propagation.extract(ROOT_CONTEXT, raw.headers)
-  const span = tracer.startSpan('request', { kind: SpanKind.SERVER }, parent)
-  if (!span.isRecording()) return undefined
-  return { span, context: trace.setSpan(parent, span) }
-}
-
 /** Registered first on the app, so that its span is open before any other hook runs. */
 export function registerServerSpans(app: FastifyInstance, tracer: Tracer): void {
-  // Fastify makes one child logger per request, before any hook: the span starts there, so
-  // that every log line of a sampled request names its trace and span.
   app.decorateRequest(kTraced, null)
-  app.setChildLoggerFactory(function tracedChildLogger(logger, bindings, options, raw) {
-    const traced = startServerSpan(tracer, raw as IncomingMessage)
-    if (!traced) return logger.child(bindings, options)
-    startedSpans.set(raw as IncomingMessage, traced)
-    const { traceId, spanId } = traced.span.spanContext()
-    return logger.child({ ...bindings, trace_id: traceId, span_id: spanId }, options)
-  })
 
   app.addHook('onRequest', (request, _reply, done) => {
-    const traced = startedSpans.get(request.raw)
-    if (!traced) return done()
-    request[kTraced] = traced
+    if (untraced(request.url)) return done()
+    const parent = propagation.extract(ROOT_CONTEXT, request.headers)
+    const span = tracer.startSpan('request', { kind: SpanKind.SERVER }, parent)
+    if (!span.isRecording()) return done()
     const route = routeTemplate(request)
-    traced.span.updateName(`${request.method} ${route}`)
+    span.updateName(`${request.method} ${route}`)
     // url.path would carry identifiers (and the query string): the route template instead.
-    traced.span.setAttributes({ 'http.request.method': request.method, 'http.route': route, 'url.path': route })
+    span.setAttributes({ 'http.request.method': request.method, 'http.route': route, 'url.path': route })
+    const traced = { span, context: trace.setSpan(parent, span) }
+    request[kTraced] = traced
+    // Every log line of a sampled request names its trace and span: added to the bindings of
+    // the child logger Fastify made for the request (and shares with its reply), not a new one.
+    const { traceId, spanId } = span.spanContext()
+    addLogBindings(request.log, { trace_id: traceId, span_id: spanId })
     sampledRequest.run(traced.context, done)
   })
 
