@@ -23,6 +23,8 @@ const ROUNDS = Number(process.env.BENCH_RUNS ?? 5)
 const SECONDS = Number(process.env.BENCH_DURATION ?? 4)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const RATIOS = (process.env.BENCH_OTEL_RATIOS ?? '0.1,1').split(',').map((r) => r.trim())
+// BENCH_OTEL_TOGETHER=1: the services share the core in the same seconds instead of taking turns.
+const TOGETHER = process.env.BENCH_OTEL_TOGETHER === '1'
 
 const bench = await createBenchDatabase('otelcpu', { vacuumStandIn: false })
 try {
@@ -44,6 +46,28 @@ try {
 
   for (let round = 0; round < ROUNDS; round++) {
     for (const [caseName, next] of cases) {
+      if (TOGETHER) {
+        // Every service loaded at once on the servers' core: each round's host noise (other
+        // tenants, frequency) falls on all of them in the same seconds.
+        await Promise.all(services.map(([, server]) => autocannon(loadOptions(server.base, CONNECTIONS, 1, next))))
+        const c0 = coreTicks(SERVER_CPU)
+        const s0 = services.map(([, server]) => cpuTicks(server.process.pid!))
+        const results = await Promise.all(
+          services.map(([, server]) => autocannon(loadOptions(server.base, CONNECTIONS, SECONDS, next))),
+        )
+        const s1 = services.map(([, server]) => cpuTicks(server.process.pid!))
+        const busy = busyShare(c0, coreTicks(SERVER_CPU))
+        for (const [i, [name]] of services.entries()) {
+          const result = results[i]!
+          const f = figures.get(key(caseName, name))!
+          f.us.push(((s1[i]! - s0[i]!) * US_PER_TICK) / result.requests.total)
+          f.busy.push(busy)
+          f.rps.push(result.requests.average)
+          f.bad += result.non2xx + result.errors
+        }
+        await bench.settle()
+        continue
+      }
       for (const [name, server] of round % 2 ? [...services].reverse() : services) {
         await autocannon(loadOptions(server.base, CONNECTIONS, 1, next))
         const [s0, c0] = [cpuTicks(server.process.pid!), coreTicks(SERVER_CPU)]
@@ -79,7 +103,7 @@ try {
     }
   }
   console.log(
-    `(${CONNECTIONS} connections; medians of ${ROUNDS} rounds of ${SECONDS} s; PostgreSQL and the load generator on the other core)`,
+    `(${CONNECTIONS} connections${TOGETHER ? ' to each service, all services loaded at once' : ''}; medians of ${ROUNDS} rounds of ${SECONDS} s; PostgreSQL and the load generator on the other core)`,
   )
 } finally {
   await stopServers()
