@@ -44,41 +44,34 @@ try {
   const key = (c: string, s: string) => `${c}\u0000${s}`
   for (const [c] of cases) for (const [s] of services) figures.set(key(c, s), { us: [], busy: [], rps: [], bad: 0 })
 
+  /** Loads the services of `group` at once for a round and records each one's figures. */
+  async function measure(caseName: string, next: () => BenchRequest, group: [string, Server][]) {
+    await Promise.all(group.map(([, server]) => autocannon(loadOptions(server.base, CONNECTIONS, 1, next))))
+    const c0 = coreTicks(SERVER_CPU)
+    const s0 = group.map(([, server]) => cpuTicks(server.process.pid!))
+    const results = await Promise.all(
+      group.map(([, server]) => autocannon(loadOptions(server.base, CONNECTIONS, SECONDS, next))),
+    )
+    const s1 = group.map(([, server]) => cpuTicks(server.process.pid!))
+    const busy = busyShare(c0, coreTicks(SERVER_CPU))
+    for (const [i, [name]] of group.entries()) {
+      const result = results[i]!
+      const f = figures.get(key(caseName, name))!
+      f.us.push(((s1[i]! - s0[i]!) * US_PER_TICK) / result.requests.total)
+      f.busy.push(busy)
+      f.rps.push(result.requests.average)
+      f.bad += result.non2xx + result.errors
+    }
+  }
+
   for (let round = 0; round < ROUNDS; round++) {
     for (const [caseName, next] of cases) {
-      if (TOGETHER) {
-        // Every service loaded at once on the servers' core: each round's host noise (other
-        // tenants, frequency) falls on all of them in the same seconds.
-        await Promise.all(services.map(([, server]) => autocannon(loadOptions(server.base, CONNECTIONS, 1, next))))
-        const c0 = coreTicks(SERVER_CPU)
-        const s0 = services.map(([, server]) => cpuTicks(server.process.pid!))
-        const results = await Promise.all(
-          services.map(([, server]) => autocannon(loadOptions(server.base, CONNECTIONS, SECONDS, next))),
-        )
-        const s1 = services.map(([, server]) => cpuTicks(server.process.pid!))
-        const busy = busyShare(c0, coreTicks(SERVER_CPU))
-        for (const [i, [name]] of services.entries()) {
-          const result = results[i]!
-          const f = figures.get(key(caseName, name))!
-          f.us.push(((s1[i]! - s0[i]!) * US_PER_TICK) / result.requests.total)
-          f.busy.push(busy)
-          f.rps.push(result.requests.average)
-          f.bad += result.non2xx + result.errors
-        }
-        await bench.settle()
-        continue
-      }
-      for (const [name, server] of round % 2 ? [...services].reverse() : services) {
-        await autocannon(loadOptions(server.base, CONNECTIONS, 1, next))
-        const [s0, c0] = [cpuTicks(server.process.pid!), coreTicks(SERVER_CPU)]
-        const result = await autocannon(loadOptions(server.base, CONNECTIONS, SECONDS, next))
-        const [s1, c1] = [cpuTicks(server.process.pid!), coreTicks(SERVER_CPU)]
-        const f = figures.get(key(caseName, name))!
-        f.us.push(((s1 - s0) * US_PER_TICK) / result.requests.total)
-        f.busy.push(busyShare(c0, c1))
-        f.rps.push(result.requests.average)
-        f.bad += result.non2xx + result.errors
-      }
+      // Together: every service on the servers' core in the same seconds, so each round's host
+      // noise (other tenants, frequency) falls on all of them. Else one after another, the
+      // order reversed every other round.
+      if (TOGETHER) await measure(caseName, next, services)
+      else
+        for (const service of round % 2 ? [...services].reverse() : services) await measure(caseName, next, [service])
       // New users pile up: the next round starts from the same table statistics.
       await bench.settle()
     }
