@@ -43,6 +43,12 @@ export function cpuTicks(pid: number): number {
   return Number(fields[11]) + Number(fields[12])
 }
 
+/** The same for a process's main thread alone (the rest: V8's compiler and GC threads, libuv's pool). */
+export function mainThreadTicks(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  return Number(fields[11]) + Number(fields[12])
+}
+
 /** The same, summed over every PostgreSQL process of the machine (backends and workers). */
 export function postgresCpuTicks(): number {
   let sum = 0
