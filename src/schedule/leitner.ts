@@ -90,29 +90,53 @@ export function wallClock(instant: number, timeZone: string): WallClock {
 
 /** Offset of the zone from UTC at `instant`, in milliseconds (local = UTC + offset). */
 function offsetAt(instant: number, timeZone: string): number {
-  const w = wallClock(instant, timeZone)
-  const asUtc = Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second)
-  return asUtc - Math.floor(instant / 1000) * 1000
+  return offsetOf(wallClock(instant, timeZone), instant)
 }
 
-/** The instant at which the wall clock in `timeZone` shows the given local date and time. */
-export function zonedInstant(year: number, month: number, day: number, hour: number, timeZone: string): Date {
+/** The offset a wall clock read at `instant` shows (to the second, as the clock reads). */
+function offsetOf(w: WallClock, instant: number): number {
+  return Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second) - Math.floor(instant / 1000) * 1000
+}
+
+/**
+ * The instant at which the wall clock in `timeZone` shows the given local date and time.
+ * `offsetHint`, the zone's offset at an instant nearby, is tried first: when the zone has that
+ * offset at the instant it gives, that instant is the answer, found with one clock read (most due
+ * times are days, not a daylight-saving change, away from their event).
+ */
+export function zonedInstant(
+  year: number,
+  month: number,
+  day: number,
+  hour: number,
+  timeZone: string,
+  offsetHint?: number,
+): Date {
   const wall = Date.UTC(year, month - 1, day, hour)
+  if (offsetHint !== undefined && offsetAt(wall - offsetHint, timeZone) === offsetHint)
+    return new Date(wall - offsetHint)
   // Two passes settle the offset on both sides of a transition.
   let instant = wall - offsetAt(wall, timeZone)
   instant = wall - offsetAt(instant, timeZone)
   const check = wallClock(instant, timeZone)
   if (check.hour !== hour) {
-    // The local hour does not exist (a spring-forward gap): take the first instant after it.
-    instant = wall - offsetAt(instant + 3 * 3_600_000, timeZone)
+    // The local hour does not exist (a spring-forward gap): the offset before the change puts it
+    // that far past the change, so the hour that starts the gap maps to the first instant after it.
+    const before = Math.min(offsetAt(instant - 12 * 3_600_000, timeZone), offsetAt(instant + 12 * 3_600_000, timeZone))
+    instant = wall - before
   }
   return new Date(instant)
 }
 
 type CalendarDay = { readonly year: number; readonly month: number; readonly day: number }
 
+/** A study day and the zone's offset at the instant it was read from. */
+interface StudyDay extends CalendarDay {
+  readonly offset: number
+}
+
 /** 04:00 local on the day `days` days after `day`. */
-function rolloverAfter(day: CalendarDay, days: number, timeZone: string): number {
+function rolloverAfter(day: StudyDay, days: number, timeZone: string): number {
   const date = new Date(Date.UTC(day.year, day.month - 1, day.day + days))
   return zonedInstant(
     date.getUTCFullYear(),
@@ -120,19 +144,31 @@ function rolloverAfter(day: CalendarDay, days: number, timeZone: string): number
     date.getUTCDate(),
     DAY_ROLLOVER_HOUR,
     timeZone,
+    day.offset,
   ).getTime()
 }
 
 /** The local study day of an instant: before 04:00 local it still belongs to the previous day. */
 export function studyDay(at: Date, timeZone: string): CalendarDay {
+  const { year, month, day } = studyDayAndOffset(at, timeZone)
+  return { year, month, day }
+}
+
+/** The study day and the zone's offset at `at`, from one clock read. */
+function studyDayAndOffset(at: Date, timeZone: string): StudyDay {
   const w = wallClock(at.getTime(), timeZone)
   const date = new Date(Date.UTC(w.year, w.month - 1, w.day - (w.hour < DAY_ROLLOVER_HOUR ? 1 : 0)))
-  return { year: date.getUTCFullYear(), month: date.getUTCMonth() + 1, day: date.getUTCDate() }
+  return {
+    year: date.getUTCFullYear(),
+    month: date.getUTCMonth() + 1,
+    day: date.getUTCDate(),
+    offset: offsetOf(w, at.getTime()),
+  }
 }
 
 /** When a conspectus now in `slot` falls due after an event (create or review) at `eventAt`. */
 export function nextReviewAt(eventAt: Date, slot: Slot, timeZone: string): Date {
-  return new Date(rolloverAfter(studyDay(eventAt, timeZone), INTERVAL_DAYS[slot], timeZone))
+  return new Date(rolloverAfter(studyDayAndOffset(eventAt, timeZone), INTERVAL_DAYS[slot], timeZone))
 }
 
 /** Where a review moves a conspectus, for each slot it may be in when its row is locked. */
@@ -143,7 +179,7 @@ export type ReviewMoves = Record<Slot, { slot: Slot; next_review_at: Date }>
  * for the slot it finds under its row lock (one statement, no read-then-write).
  */
 export function reviewMoves(outcome: ReviewOutcome, at: Date, timeZone: string): ReviewMoves {
-  const day = studyDay(at, timeZone)
+  const day = studyDayAndOffset(at, timeZone)
   // Several slots move to the same one (every slot on `forgot`): each due time is computed once.
   const due = new Map<Slot, Date>()
   const moveFrom = (from: Slot) => {

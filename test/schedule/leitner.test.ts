@@ -7,6 +7,7 @@ import {
   reviewMoves,
   studyDay,
   wallClock,
+  zonedInstant,
   type Slot,
 } from '../../src/schedule/leitner.js'
 
@@ -246,3 +247,55 @@ t.test(
     }
   },
 )
+
+t.test('a due time found from the offset at its event is the one found without it', async (t) => {
+  // Zones with daylight saving, half- and quarter-hour offsets, a date-line move (Apia, 2011),
+  // Ramadan changes (Casablanca) and a local mean time of seconds (Amsterdam before 1937).
+  const zones = [
+    'America/New_York',
+    'Europe/Berlin',
+    'Australia/Lord_Howe',
+    'America/Santiago',
+    'Asia/Tehran',
+    'Pacific/Chatham',
+    'Pacific/Apia',
+    'Asia/Kathmandu',
+    'Africa/Casablanca',
+    'America/St_Johns',
+    'Europe/Amsterdam',
+  ]
+  const starts = [Date.UTC(2026, 0, 1, 13), Date.UTC(2011, 11, 1, 13), Date.UTC(1930, 0, 1, 13)]
+  const offsetAt = (instant: number, zone: string) => {
+    const w = wallClock(instant, zone)
+    return Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second) - Math.floor(instant / 1000) * 1000
+  }
+  for (const zone of zones) {
+    let differ = 0
+    for (const start of starts) {
+      for (let d = 0; d < 366; d += 2) {
+        const event = start + d * 86_400_000
+        const hint = offsetAt(event, zone)
+        for (const days of [1, 3, 7, 21]) {
+          const local = new Date(event + hint + days * 86_400_000)
+          const args = [local.getUTCFullYear(), local.getUTCMonth() + 1, local.getUTCDate(), 4, zone] as const
+          if (zonedInstant(...args, hint).getTime() !== zonedInstant(...args).getTime()) differ++
+        }
+      }
+    }
+    t.equal(differ, 0, zone)
+  }
+  // A local time that does not exist (New York, 2026-03-08 02:00), hinted from either side.
+  const gap = zonedInstant(2026, 3, 8, 2, 'America/New_York')
+  t.equal(iso(zonedInstant(2026, 3, 8, 2, 'America/New_York', -5 * 3_600_000)), iso(gap))
+  t.equal(iso(zonedInstant(2026, 3, 8, 2, 'America/New_York', -4 * 3_600_000)), iso(gap))
+})
+
+t.test('a local hour inside a spring-forward gap maps to the first instant after the gap', async (t) => {
+  // New York 2026-03-08: 02:00 EST is followed by 03:00 EDT (07:00Z).
+  t.equal(iso(zonedInstant(2026, 3, 8, 2, 'America/New_York')), '2026-03-08T07:00:00.000Z')
+  // Lord Howe 2026-10-04: 02:00 (+10:30) is followed by 02:30 (+11), at 15:30Z the day before.
+  t.equal(iso(zonedInstant(2026, 10, 4, 2, 'Australia/Lord_Howe')), '2026-10-03T15:30:00.000Z')
+  // An hour that exists is left alone: 01:00 and 03:00 New York that morning.
+  t.equal(iso(zonedInstant(2026, 3, 8, 1, 'America/New_York')), '2026-03-08T06:00:00.000Z')
+  t.equal(iso(zonedInstant(2026, 3, 8, 3, 'America/New_York')), '2026-03-08T07:00:00.000Z')
+})
