@@ -88,8 +88,8 @@ export function wallClock(instant: number, timeZone: string): WallClock {
   }
 }
 
-/** Offset of the zone from UTC at `instant`, in milliseconds (local = UTC + offset). */
-function offsetAt(instant: number, timeZone: string): number {
+/** Offset of the zone from UTC at `instant`, in milliseconds (local = UTC + offset; exported for its test). */
+export function offsetAt(instant: number, timeZone: string): number {
   return offsetOf(wallClock(instant, timeZone), instant)
 }
 
