@@ -7,14 +7,14 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { parse, stringify } from 'yaml'
 import { projectRoot, specPath } from '../../src/paths.js'
-import { childEnv } from '../helpers/child-env.js'
+import { childEnv, untracked } from '../helpers/child-env.js'
 
 // Asynchronous, so that the subtests' diffs run side by side (each takes seconds).
 function gate(revision?: string, releasedDir?: string): Promise<{ status: number | null; out: string }> {
   return new Promise((resolve) => {
     const env = childEnv({ API_COMPAT_REQUIRE_RELEASED: '0' })
     if (releasedDir) env.API_COMPAT_RELEASED_DIR = releasedDir
-    const child = spawn(path.join(projectRoot, 'tools/api-compat.mjs'), revision ? [revision] : [], {
+    const child = spawn(...untracked(path.join(projectRoot, 'tools/api-compat.mjs'), revision ? [revision] : [], env), {
       cwd: projectRoot,
       env,
     })
@@ -117,9 +117,10 @@ t.test('the gate fails a change without a version move, and breaking changes unl
         removeClientUuid(spec)
         spec.info.version = bumped(bumped(version, 'major'), 'minor')
       })
-      const child = spawn(path.join(projectRoot, 'tools/api-compat.mjs'), [file], {
+      const env = childEnv({ API_COMPAT_RELEASED_DIR: released, API_COMPAT_REQUIRE_RELEASED: '1' })
+      const child = spawn(...untracked(path.join(projectRoot, 'tools/api-compat.mjs'), [file], env), {
         cwd: projectRoot,
-        env: childEnv({ API_COMPAT_RELEASED_DIR: released, API_COMPAT_REQUIRE_RELEASED: '1' }),
+        env,
       })
       let out = ''
       child.stdout.on('data', (d) => (out += d))

@@ -9,8 +9,12 @@ import { promisify } from 'node:util'
 import { parse } from 'yaml'
 import { buildServedDocument } from '../../src/docs/served-document.js'
 import { projectRoot, specPath } from '../../src/paths.js'
+import { childEnv, untracked } from '../helpers/child-env.js'
 
-const run = promisify(execFile)
+const execFileAsync = promisify(execFile)
+const env = childEnv()
+const run = (command: string, args: string[], options: { cwd?: string; maxBuffer: number }) =>
+  execFileAsync(...untracked(command, args, env), { ...options, env })
 const dir = mkdtempSync(path.join(tmpdir(), 'served-lint-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))
 const served = path.join(dir, 'openapi.json')

@@ -12,7 +12,7 @@ import { loadConfig } from '../../src/config.js'
 import { projectRoot } from '../../src/paths.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { NO_LOAD_SHEDDING } from '../helpers/app.js'
-import { childEnv } from '../helpers/child-env.js'
+import { childEnv, untracked } from '../helpers/child-env.js'
 
 t.test('generate from /openapi.json, compile with tsc, run against the server', async (t) => {
   const db = await createTestDatabase(t)
@@ -31,10 +31,14 @@ t.test('generate from /openapi.json, compile with tsc, run against the server', 
   const ast = await openapiTS(served)
   writeFileSync(path.join(dir, 'generated/api.ts'), astToString(ast))
 
+  const env = childEnv()
   execFileSync(
-    process.execPath,
-    [path.join(projectRoot, 'node_modules/typescript/bin/tsc'), '-p', path.join(dir, 'tsconfig.json')],
-    { stdio: 'pipe', env: childEnv() },
+    ...untracked(
+      process.execPath,
+      [path.join(projectRoot, 'node_modules/typescript/bin/tsc'), '-p', path.join(dir, 'tsconfig.json')],
+      env,
+    ),
+    { stdio: 'pipe', env },
   )
   t.pass('the example compiles against the generated types')
 

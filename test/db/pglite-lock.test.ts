@@ -8,7 +8,7 @@ import path from 'node:path'
 import { projectRoot } from '../../src/paths.js'
 import { LOCK_FILE, lockDataDir } from '../../src/db/data-dir-lock.js'
 import { freePort, SERVER_SCRIPT, startServer } from '../helpers/server-process.js'
-import { childEnv } from '../helpers/child-env.js'
+import { childEnv, untracked } from '../helpers/child-env.js'
 
 // PGlite's first start (initdb) can take minutes on a
 // loaded 2-core CI machine; the steps below are not timed, only allowed to finish.
@@ -32,16 +32,17 @@ function runToExit(env: Record<string, string>): Promise<{ code: number | null; 
   return freePort().then(
     (port) =>
       new Promise((resolve) => {
-        const child = spawn(process.execPath, [SERVER_SCRIPT], {
+        const childEnvironment = childEnv({
+          LOG_LEVEL: 'warn',
+          API_KEYS: 'k',
+          DATABASE_URL: '',
+          ...env,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+        })
+        const child = spawn(...untracked(process.execPath, [SERVER_SCRIPT], childEnvironment), {
           cwd: projectRoot,
-          env: childEnv({
-            LOG_LEVEL: 'warn',
-            API_KEYS: 'k',
-            DATABASE_URL: '',
-            ...env,
-            PORT: String(port),
-            HOST: '127.0.0.1',
-          }),
+          env: childEnvironment,
           stdio: ['ignore', 'pipe', 'pipe'],
         })
         let output = ''

@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs
 import os from 'node:os'
 import path from 'node:path'
 import { projectRoot } from '../../src/paths.js'
-import { childEnv } from './child-env.js'
+import { childEnv, untracked } from './child-env.js'
 
 export interface Release {
   version: string
@@ -27,7 +27,13 @@ export function buildRelease(commit: string, log: (line: string) => void = () =>
   mkdirSync(work, { recursive: true })
   const run = (cmd: string, args: string[], cwd: string) => {
     log(`${cmd} ${args.join(' ')}`)
-    execFileSync(cmd, args, { cwd, env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 64 * 1024 * 1024 })
+    const env = childEnv()
+    execFileSync(...untracked(cmd, args, env), {
+      cwd,
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      maxBuffer: 64 * 1024 * 1024,
+    })
   }
   try {
     execFileSync('sh', ['-c', `git -C "${projectRoot}" archive --format=tar ${commit} | tar -x -C "${work}"`])

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
 import { projectRoot } from '../../src/paths.js'
-import { childEnv } from './child-env.js'
+import { childEnv, untracked } from './child-env.js'
 
 export interface ServerProcess {
   base: string
@@ -45,19 +45,20 @@ export async function startServer(
   build: ServerBuild = {},
 ): Promise<ServerProcess> {
   const port = env.PORT ?? String(await freePort())
-  const child = spawn(process.execPath, build.args ?? [SERVER_SCRIPT], {
+  // Load shedding off unless a test sets it: a busy CI machine must not turn into 503s here.
+  const childEnvironment = childEnv({
+    LOG_LEVEL: 'warn',
+    API_KEYS: 'k',
+    LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
+    // Several test files start replicas at once on one PostgreSQL (max_connections 100).
+    DATABASE_POOL_MAX: '4',
+    ...env,
+    PORT: port,
+    HOST: '127.0.0.1',
+  })
+  const child = spawn(...untracked(process.execPath, build.args ?? [SERVER_SCRIPT], childEnvironment), {
     cwd: build.cwd ?? projectRoot,
-    // Load shedding off unless a test sets it: a busy CI machine must not turn into 503s here.
-    env: childEnv({
-      LOG_LEVEL: 'warn',
-      API_KEYS: 'k',
-      LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
-      // Several test files start replicas at once on one PostgreSQL (max_connections 100).
-      DATABASE_POOL_MAX: '4',
-      ...env,
-      PORT: port,
-      HOST: '127.0.0.1',
-    }),
+    env: childEnvironment,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let log = ''

@@ -5,22 +5,23 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { projectRoot } from '../../src/paths.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { freePort, SERVER_SCRIPT } from '../helpers/server-process.js'
-import { childEnv } from '../helpers/child-env.js'
+import { childEnv, untracked } from '../helpers/child-env.js'
 
 t.test('pino-pretty lines on a terminal', async (t) => {
   const db = await createTestDatabase(t)
   const port = String(await freePort())
   // util-linux `script` gives the server a pseudo-terminal as stdout.
-  const child = spawn('script', ['-qfec', `${process.execPath} ${SERVER_SCRIPT}`, '/dev/null'], {
+  const env = childEnv({
+    DATABASE_URL: db.url,
+    API_KEYS: 'k',
+    LOG_LEVEL: 'info',
+    SHUTDOWN_DRAIN_MS: '0',
+    PORT: port,
+    HOST: '127.0.0.1',
+  })
+  const child = spawn(...untracked('script', ['-qfec', `${process.execPath} ${SERVER_SCRIPT}`, '/dev/null'], env), {
     cwd: projectRoot,
-    env: childEnv({
-      DATABASE_URL: db.url,
-      API_KEYS: 'k',
-      LOG_LEVEL: 'info',
-      SHUTDOWN_DRAIN_MS: '0',
-      PORT: port,
-      HOST: '127.0.0.1',
-    }),
+    env,
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })

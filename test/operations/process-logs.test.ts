@@ -1,6 +1,8 @@
 // The real server's own lines on a pipe: JSON, ending with `stopped` once shutdown has finished.
 // (On a terminal: pretty-logs.test.ts.)
 import t from 'tap'
+import { execFileSync } from 'node:child_process'
+import { childEnv, untracked } from '../helpers/child-env.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { startServer } from '../helpers/server-process.js'
 
@@ -20,4 +22,15 @@ t.test('JSON lines on a pipe, ending with "stopped" after SIGTERM', async (t) =>
     { route: '/live', status: 200 },
   )
   t.match(lines.at(-1), { level: 30, msg: 'stopped', signal: 'SIGTERM' }, 'the last line says the server has stopped')
+})
+
+// Every server, tool and shell a test starts comes through untracked(): under tap, a Node.js
+// process spawned any other way loads tap's process tracker too.
+t.test('a process a test starts loads no tap process tracker', async (t) => {
+  const env = childEnv()
+  const loaded = execFileSync(
+    ...untracked(process.execPath, ['-p', '[...process.execArgv, process.env.NODE_OPTIONS ?? ""].join(" ")'], env),
+    { env, encoding: 'utf8' },
+  )
+  t.notMatch(loaded, /processinfo/)
 })

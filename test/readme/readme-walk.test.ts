@@ -8,7 +8,7 @@ import { operations } from '../../generated/operations.js'
 import { projectRoot } from '../../src/paths.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { startServer } from '../helpers/server-process.js'
-import { childEnv } from '../helpers/child-env.js'
+import { childEnv, untracked } from '../helpers/child-env.js'
 
 const readme = readFileSync(path.join(projectRoot, 'README.md'), 'utf8')
 
@@ -47,7 +47,11 @@ function calledRoutes(blocks: Block[]): { method: string; path: string }[] {
 
 function run(script: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const bash = spawn('bash', ['--noprofile', '--norc'], { cwd: projectRoot, env, stdio: ['pipe', 'pipe', 'pipe'] })
+    const bash = spawn(...untracked('bash', ['--noprofile', '--norc'], env), {
+      cwd: projectRoot,
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     bash.stdout.on('data', (d) => (stdout += d))
