@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: format key api-compat sdk-check smoke-node24 bench-tools bench-scale bench-hostile bench-cpu bench-otel bench-otel-instructions bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+.PHONY: format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-otel bench-otel-instructions bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
 
 NPM_STAMP := node_modules/.package-lock.json
 
@@ -18,6 +18,18 @@ $(TAP_STAMP): $(NPM_STAMP) package.json
 	npx tap build
 	touch $@
 
+# The tests run on the Node.js of the production image (the Dockerfile's NODE_IMAGE), from the
+# npm registry's node-<platform>-<arch> package, kept in .cache/ (not a project dependency).
+# `make run` and `make smoke-node` use the machine's own Node.js.
+IMAGE_NODE_VERSION := $(shell sed -n 's/^ARG NODE_IMAGE=node:\([0-9.]*\)-.*/\1/p' Dockerfile)
+IMAGE_NODE_PLATFORM := $(shell node -p 'process.platform + "-" + process.arch')
+IMAGE_NODE_DIR := .cache/node-$(IMAGE_NODE_VERSION)
+IMAGE_NODE_BIN := $(IMAGE_NODE_DIR)/node_modules/node-$(IMAGE_NODE_PLATFORM)/bin
+ON_IMAGE_NODE := PATH="$(CURDIR)/$(IMAGE_NODE_BIN):$$PATH"
+
+$(IMAGE_NODE_BIN)/node:
+	npm install --prefix $(IMAGE_NODE_DIR) --no-save --no-audit --no-fund --loglevel=error node-$(IMAGE_NODE_PLATFORM)@$(IMAGE_NODE_VERSION)
+
 build: node_modules
 	npm run build
 
@@ -29,9 +41,9 @@ run: build
 dev: node_modules
 	npm run dev
 
-## Runs every test against PostgreSQL (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres).
-test: node_modules $(TAP_STAMP)
-	npm test
+## Runs every test, on the production image's Node.js, against PostgreSQL (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres).
+test: node_modules $(TAP_STAMP) $(IMAGE_NODE_BIN)/node
+	$(ON_IMAGE_NODE) npm test
 
 ## Alert rules: promtool check and unit tests (deploy/prometheus; also run by `make test`).
 test-alerts:
@@ -39,8 +51,8 @@ test-alerts:
 	promtool test rules deploy/prometheus/alerts.test.yml
 
 ## Runs the README's sh blocks in order against a fresh server (also run by `make test`).
-test-readme: node_modules $(TAP_STAMP)
-	npm test -- .build/test/readme/readme-walk.test.js
+test-readme: node_modules $(TAP_STAMP) $(IMAGE_NODE_BIN)/node
+	$(ON_IMAGE_NODE) npm test -- .build/test/readme/readme-walk.test.js
 
 ## Regenerates generated/ from spec/openapi.yaml.
 generate: node_modules
@@ -70,9 +82,9 @@ key: node_modules
 api-compat: node_modules
 	./tools/api-compat.mjs
 
-## The built server on Node.js 24 (the Docker image's version, from the npm registry): ready, create and read a user.
-smoke-node24: build
-	./tools/smoke-node24.sh
+## The built server on the machine's own Node.js (the tests run on the image's): ready, create and read a user.
+smoke-node: build
+	npx tsx tools/smoke-node.ts "$$(command -v node)"
 
 ## Clients generated from the served /openapi.json by openapi-typescript + openapi-fetch, @hey-api/openapi-ts and orval: tsc --strict, a walk through every operation on the service, and on a Prism mock; the docs/integrators.md commands as written; a 1.1.1 client's own walk.
 sdk-check: node_modules tools/sdk/node_modules/.package-lock.json

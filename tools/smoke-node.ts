@@ -1,5 +1,6 @@
-// `make smoke-node24`: the BUILT server (dist/, as in the Docker image) on another Node.js
-// binary, against a fresh PostgreSQL database: start it, check /ready, create a user, read it.
+// `make smoke-node`: the BUILT server (dist/, as in the Docker image) on a given Node.js binary
+// (the machine's own: the tests run on the image's), against a fresh PostgreSQL database: start
+// it, check /ready, create a user, read it.
 // Usage: tsx tools/smoke-node.ts <path to node>
 import { spawn, execFileSync } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
