@@ -1,6 +1,6 @@
 # Production image: compiled JavaScript, production dependencies only, on the current Node.js
-# LTS line (24). The tag is exact so that a rebuild gets the same runtime; CI runs a smoke flow
-# on the same Node version (make smoke-node24).
+# LTS line (24). The tag is exact so that a rebuild gets the same runtime; make test runs the
+# tests on the same Node version (the Makefile reads it from here).
 ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
