@@ -22,6 +22,7 @@ $(TAP_STAMP): $(NPM_STAMP) package.json
 # npm registry's node-<platform>-<arch> package, kept in .cache/ (not a project dependency).
 # `make run` and `make smoke-node` use the machine's own Node.js.
 IMAGE_NODE_VERSION := $(shell sed -n 's/^ARG NODE_IMAGE=node:\([0-9.]*\)-.*/\1/p' Dockerfile)
+$(if $(IMAGE_NODE_VERSION),,$(error the Dockerfile has no ARG NODE_IMAGE=node:<version>-... line))
 IMAGE_NODE_PLATFORM := $(shell node -p 'process.platform + "-" + process.arch')
 IMAGE_NODE_DIR := .cache/node-$(IMAGE_NODE_VERSION)
 IMAGE_NODE_BIN := $(IMAGE_NODE_DIR)/node_modules/node-$(IMAGE_NODE_PLATFORM)/bin
