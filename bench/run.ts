@@ -155,7 +155,7 @@ try {
     },
     { name: 'PATCH user', target: 0.85, request: requests.patchUser },
     { name: 'GET due list (50 rows)', target: 0.8, request: () => requests.dueList(requests.dueListLearner) },
-    { name: 'POST review', target: 0.8, request: () => requests.review() },
+    { name: 'POST review', target: 0.75, request: () => requests.review() },
     {
       name: 'telemetry batch (500 events)',
       target: 0.8,
