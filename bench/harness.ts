@@ -37,17 +37,17 @@ const children: ChildProcess[] = []
 /** µs of CPU per clock tick (/proc counts 100 ticks a second on Linux). */
 export const US_PER_TICK = 10_000
 
-/** utime + stime of a process, in clock ticks (100 per second on Linux). */
-export function cpuTicks(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+/** utime + stime from a /proc stat file, in clock ticks (100 per second on Linux). */
+function statTicks(file: string): number {
+  const fields = readFileSync(file, 'utf8').split(') ')[1]!.split(' ')
   return Number(fields[11]) + Number(fields[12])
 }
 
+/** utime + stime of a process (all its threads), in clock ticks. */
+export const cpuTicks = (pid: number): number => statTicks(`/proc/${pid}/stat`)
+
 /** The same for a process's main thread alone (the rest: V8's compiler and GC threads, libuv's pool). */
-export function mainThreadTicks(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-  return Number(fields[11]) + Number(fields[12])
-}
+export const mainThreadTicks = (pid: number): number => statTicks(`/proc/${pid}/task/${pid}/stat`)
 
 /** The same, summed over every PostgreSQL process of the machine (backends and workers). */
 export function postgresCpuTicks(): number {
