@@ -57,6 +57,9 @@ const HOUR_MS = 3_600_000
 // Percentiles (nearest rank, as percentile_disc): the band counts give the total N and, for
 // rank ceil(p·N), the band that holds it; only that band's values inside the window are read
 // (rollup rows with every event in the window, and the straddlers' recomputed values) and sorted.
+// The band's rollup rows are read one value at a time (250 short ranges of the success index,
+// ordered by value, then first_ms): one range over the band would also read every row of the
+// band outside the window, all week long. The last band (120 s and more) is open-ended: one range.
 // The sign column is +1 for what is added to the buckets' sums, -1 for what is taken out.
 // Every part reads an index range bounded by the window, so one plan fits every window: the
 // statement is prepared (planning it took longer than running it for a 60-minute window).
@@ -154,9 +157,17 @@ const METRICS_SQL = `
   percentiles as (
     select l.p,
            (select v from (
-              select first_success_ms as v
+              select q.first_success_ms as v
+              from generate_series(l.band * 250, l.band * 250 + 249) as ms
+              cross join lateral (
+                select first_success_ms from docs_search_queries
+                where first_success_ms = ms and first_ms > $1::bigint and first_ms <= $2::bigint and last_ms <= $2::bigint
+              ) q
+              where l.band < 480
+              union all
+              select first_success_ms
               from docs_search_queries
-              where first_success_ms >= l.band * 250 and first_success_ms < case when l.band = 480 then 2147483647 else (l.band + 1) * 250 end
+              where l.band = 480 and first_success_ms >= 120000
                 and first_ms > $1::bigint and first_ms <= $2::bigint and last_ms <= $2::bigint
               union all
               select first_success_ms from straddlers
