@@ -167,7 +167,7 @@ const METRICS_SQL = `
               union all
               select first_success_ms
               from docs_search_queries
-              where l.band = 480 and first_success_ms >= 120000
+              where l.band = 480 and first_success_ms >= l.band * 250
                 and first_ms > $1::bigint and first_ms <= $2::bigint and last_ms <= $2::bigint
               union all
               select first_success_ms from straddlers
