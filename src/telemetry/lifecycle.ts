@@ -114,6 +114,11 @@ export class TelemetryLifecycle {
         .catch((err) => log.warn({ err, partition: p.name }, 'telemetry: session index not built'))
     }
 
+    // Days that have ended are vacuumed once (and again if late events came): their visibility
+    // maps let the KPIs' probes and retention's count read indexes alone.
+    for (const name of await repo.unvacuumedDays(today))
+      await repo.vacuumDay(name).catch((err) => log.warn({ err, partition: name }, 'telemetry: day not vacuumed'))
+
     // A drop cut short between its detach and its drop (the process stopped) is finished first;
     // then retention: whole partitions whose every event is older than the limit.
     for (const name of await repo.detachedDays())

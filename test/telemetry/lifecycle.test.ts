@@ -7,7 +7,20 @@ import { buildTestApp } from '../helpers/app.js'
 import { manualClock } from '../helpers/fixtures.js'
 import { REFERENCE_KPIS } from '../helpers/reference-kpis.js'
 import { ConfigError, loadConfig } from '../../src/config.js'
-import { partitionName } from '../../src/repositories/telemetry-lifecycle.js'
+import {
+  countRowsStatement,
+  createTelemetryLifecycleRepository,
+  partitionName,
+} from '../../src/repositories/telemetry-lifecycle.js'
+
+interface PlanNode {
+  'Node Type': string
+  'Relation Name'?: string
+  'Index Name'?: string
+  'Heap Fetches'?: number
+  Plans?: PlanNode[]
+}
+const flatten = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(flatten)]
 
 const DAY = 86_400_000
 const HOUR = 3_600_000
@@ -203,6 +216,53 @@ t.test('a day left detached by a drop cut short (detached, not dropped) is dropp
   t.equal(left!.n, 0, `${name} is gone`)
   t.equal(api.app.telemetryLifecycle.figures.rowsDropped - figures.rowsDropped, 2, 'its rows counted as dropped')
   t.equal(api.app.telemetryLifecycle.figures.partitionsDropped - figures.partitionsDropped, 1)
+})
+
+t.test('a day that has ended is vacuumed, and its events are counted from its session index alone', async (t) => {
+  const yesterday = partitionName(today - DAY)
+  const events = Array.from({ length: 400 }, (_, i) => ({
+    event: 'search_query',
+    emitted_at_ms: today - DAY + i * 60_000,
+    query_id: `ended-${i}`,
+    ...(i % 3 === 0 ? {} : { session_id: `ended-session-${i % 7}` }),
+  }))
+  await ingest(events)
+  const stats = async (name: string) =>
+    (
+      await sql`select n_ins_since_vacuum::int as pending, vacuum_count::int as vacuums
+                from pg_stat_user_tables where relname = ${name}`
+    )[0] as { pending: number; vacuums: number }
+  // The inserts reach the statistics about a second after their transaction.
+  for (let i = 0; (await stats(yesterday)).pending === 0; i++) {
+    if (i > 100) throw new Error('no insert counted')
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  const before = await stats(yesterday)
+  const todayBefore = await stats(partitionName(today))
+  t.ok(await api.app.telemetryLifecycle.run())
+  t.equal((await stats(yesterday)).vacuums, before.vacuums + 1, 'yesterday, which has ended, vacuumed')
+  t.equal((await stats(partitionName(today))).vacuums, todayBefore.vacuums, 'today, still being written, not')
+
+  const reserved = await sql.reserve()
+  t.teardown(() => reserved.release())
+  await reserved`set enable_seqscan = off`
+  const [
+    {
+      'QUERY PLAN': [plan],
+    },
+  ] = (await reserved.unsafe(`explain (analyze, format json) ${countRowsStatement(yesterday)}`)) as never as [
+    { 'QUERY PLAN': [{ Plan: PlanNode }] },
+  ]
+  await reserved`reset enable_seqscan`
+  const scans = flatten(plan.Plan).filter((n) => n['Relation Name'] === yesterday || n['Index Name'])
+  t.same(
+    scans.map((n) => [n['Node Type'], n['Index Name'], n['Heap Fetches']]),
+    [['Index Only Scan', `${yesterday}_session`, 0]],
+    'the count reads the session index alone, no heap page',
+  )
+  const [{ n }] = (await sql.unsafe(`select count(*)::int as n from ${yesterday}`)) as never as [{ n: number }]
+  t.ok(n >= events.length, `${n} events that day`)
+  t.equal(await createTelemetryLifecycleRepository(reserved as never).countRows(yesterday), n, 'and counts every event')
 })
 
 t.test('/metrics shows the retention figures', async (t) => {
