@@ -29,10 +29,24 @@ export function createTelemetryHandlers({ db, now }: HandlerDeps): ServiceHandle
 
     async eraseDocsSearchSession(request): Promise<SuccessBody<'eraseDocsSearchSession', 200>> {
       const sessionId = request.params.session_id
-      const erased = await db.repos.telemetry.eraseSession(sessionId)
+      const erased = await eraseRetrying(() => db.transaction((tx) => tx.repos.telemetry.eraseSession(sessionId)))
       // The record of who erased (the key id) and how much; the session id itself is not logged.
       request.log.info({ key_id: request.apiKeyId, erased_events: erased }, 'docs-search session erased')
       return { session_id: sessionId, erased_events: erased }
     },
+  }
+}
+
+/**
+ * Runs an erasure again (a whole new transaction; the failed one rolled back) when retention
+ * dropped an archived day between its listing and its DELETE (42P01, undefined table).
+ */
+async function eraseRetrying(erase: () => Promise<number>): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await erase()
+    } catch (err) {
+      if ((err as { code?: string }).code !== '42P01' || attempt >= 3) throw err
+    }
   }
 }

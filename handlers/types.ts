@@ -34,6 +34,8 @@ export type ServiceHandlers<Ops extends OperationName> = { [Op in Ops]: Operatio
 export interface HandlerDatabase {
   sql: Sql
   repos: Repositories
+  /** Several statements as one transaction, with repositories bound to it. */
+  transaction<R>(work: (tx: { repos: Repositories }) => Promise<R>): Promise<R>
 }
 
 export interface HandlerDeps {

@@ -1,5 +1,5 @@
-// SQL of the docs-search events' lifecycle: their daily partitions (created ahead, dropped by
-// retention), the rollup rows no KPI window can reach any more, and a session's erasure.
+// SQL of the docs-search events' lifecycle: their daily partitions (created ahead, archived past
+// the KPI horizon, dropped by retention), and the rollup rows no KPI window can reach any more.
 // Partition DDL runs with a short lock_timeout: it needs a brief lock that ingest also takes,
 // and waiting in the lock queue would hold every insert behind it. The caller retries.
 // `sql` is one reserved connection (src/telemetry/lifecycle.ts holds the replicas' advisory lock on it).
@@ -19,19 +19,37 @@ export interface Partition {
   hasSessionIndex: boolean
 }
 
+const yyyymmdd = (dayMs: number) => new Date(dayMs).toISOString().slice(0, 10).replaceAll('-', '')
+
 /** The name of the daily partition that starts at `dayMs` (UTC). */
 export function partitionName(dayMs: number): string {
-  return `${PARENT}_${new Date(dayMs).toISOString().slice(0, 10).replaceAll('-', '')}`
+  return `${PARENT}_${yyyymmdd(dayMs)}`
 }
+
+/**
+ * A day past the KPI horizon leaves the partitioned table as `docs_search_archive_YYYYMMDD`: its
+ * events and session index (erasure) kept until retention, its KPI indexes dropped. Not a
+ * `docs_search_events_` name, so no release drops it as a detached day left by a cut-short drop.
+ */
+export const ARCHIVE_PREFIX = 'docs_search_archive_'
+export const archiveName = (dayMs: number) => `${ARCHIVE_PREFIX}${yyyymmdd(dayMs)}`
+const ARCHIVE = /^docs_search_archive_(\d{4})(\d{2})(\d{2})$/
+/** The day (UTC, epoch ms) an archive table holds, or null for another name. */
+export function archiveDayMs(name: string): number | null {
+  const m = ARCHIVE.exec(name)
+  return m ? Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])) : null
+}
+/** The catalogue's archive tables (a pattern for `relname ~`). */
+export const ARCHIVE_PATTERN = '^docs_search_archive_[0-9]{8}$'
 
 // Every event of the day (also those without a session, '' deduplicated): erasure finds a
 // session's events through it, and retention counts a day's events from it.
 const sessionIndex = (partition: string) => `${partition}_session`
-// Partition names come from partitionName() or the catalogue; checked before they go into DDL.
-const SAFE_NAME = /^docs_search_events_[a-z0-9_]{1,40}$/
+// Table names come from partitionName(), archiveName() or the catalogue; checked before they go into DDL.
+const SAFE_NAME = /^docs_search_(events|archive)_[a-z0-9_]{1,40}$/
 
 function ident(name: string): string {
-  if (!SAFE_NAME.test(name)) throw new Error(`not a docs_search_events partition name: ${name}`)
+  if (!SAFE_NAME.test(name)) throw new Error(`not a docs_search_events partition or archive name: ${name}`)
   return `"${name}"`
 }
 
@@ -56,6 +74,18 @@ export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200
     await sql.unsafe(
       `set local lock_timeout = '${lockTimeout}'; alter table ${PARENT} detach partition ${ident(name)};`,
     )
+  }
+
+  /** The archive tables, oldest first, with the number of indexes each has besides its session index. */
+  async function archives(): Promise<{ name: string; dayMs: number; kpiIndexes: number }[]> {
+    const rows = await sql<{ name: string; kpi_indexes: number }[]>`
+      select c.relname as name,
+             (select count(*)::int from pg_index x join pg_class ic on ic.oid = x.indexrelid
+              where x.indrelid = c.oid and ic.relname <> c.relname || '_session') as kpi_indexes
+      from pg_class c
+      where c.relnamespace = current_schema()::regnamespace and c.relkind = 'r' and c.relname ~ ${ARCHIVE_PATTERN}
+      order by c.relname`
+    return rows.map((r) => ({ name: r.name, dayMs: archiveDayMs(r.name)!, kpiIndexes: r.kpi_indexes }))
   }
 
   /** Drops a day table that is no longer a partition. */
@@ -176,6 +206,31 @@ export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200
     detachPartition,
     dropDetached,
 
+    /**
+     * Takes a day past the KPI horizon out of the partitioned table and renames it (one
+     * transaction, within lock_timeout or not at all: the detach's brief lock on the parent). Its
+     * KPI indexes go next, apart (dropArchiveKpiIndexes): freeing their files takes a while, and
+     * the parent's lock would be held until then.
+     */
+    async archivePartition(name: string, dayMs: number): Promise<void> {
+      const archive = archiveName(dayMs)
+      await sql.unsafe(`
+        set local lock_timeout = '${lockTimeout}';
+        alter table ${PARENT} detach partition ${ident(name)};
+        alter table ${ident(name)} rename to ${ident(archive)};
+        alter index if exists ${ident(sessionIndex(name))} rename to ${ident(sessionIndex(archive))};`)
+    },
+
+    archives,
+
+    /** Drops an archive table's indexes but its session index: no KPI window reads the day. */
+    async dropArchiveKpiIndexes(archive: string): Promise<void> {
+      const indexes = await sql<{ name: string }[]>`
+        select ic.relname as name from pg_index x join pg_class ic on ic.oid = x.indexrelid
+        where x.indrelid = ${ident(archive)}::regclass and ic.relname <> ${sessionIndex(archive)}`
+      for (const { name } of indexes) await sql`drop index if exists ${sql(name)}`
+    },
+
     /** Day tables left detached by a drop cut short between its two steps (the process stopped). */
     async detachedDays(): Promise<string[]> {
       const rows = await sql<{ name: string }[]>`
@@ -223,10 +278,17 @@ export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200
       return { queries, buckets: hours.count + minutes.count }
     },
 
-    /** The earliest emitted_at_ms stored, or null when there is none. */
+    /**
+     * The earliest emitted_at_ms kept, or null when there is none. An archive table has no time
+     * index: the oldest archived day counts from its start (days are kept or dropped whole).
+     */
     async oldestEventMs(): Promise<number | null> {
       const [row] = await sql<{ oldest: string | null }[]>`select min(emitted_at_ms) as oldest from docs_search_events`
-      return row!.oldest === null ? null : Number(row!.oldest)
+      const [archive] = await archives()
+      const kept = [row!.oldest === null ? null : Number(row!.oldest), archive?.dayMs ?? null].filter(
+        (ms): ms is number => ms !== null,
+      )
+      return kept.length === 0 ? null : Math.min(...kept)
     },
   }
 }

@@ -3,6 +3,7 @@
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
 import { json } from '../library-types.js'
+import { ARCHIVE_PATTERN } from './telemetry-lifecycle.js'
 
 export type DocsSearchEvent = components['schemas']['DocsSearchTelemetryIngestRequest']
 export type DocsSearchMetrics = components['schemas']['DocsSearchTelemetryMetricsResponse']
@@ -218,12 +219,21 @@ export function createTelemetryRepository(db: Db) {
     },
 
     /**
-     * Deletes every raw event of one session; the number deleted (0 when none is left). Each
-     * partition answers from its session index; the rollups (no session, no text) stay.
+     * Deletes every raw event of one session, in the partitioned table and in the days archived
+     * past the KPI horizon; the number deleted (0 when none is left). Run in a transaction: the
+     * first DELETE's lock on the table makes a day's archiving wait until the commit, so a day
+     * is erased either as a partition or, listed after it, as an archive. Each table answers from
+     * its session index; the rollups (no session, no text) stay.
      */
     async eraseSession(sessionId: string): Promise<number> {
       const rows = await db`delete from docs_search_events where session_id = ${sessionId} and session_id <> ''`
-      return rows.count
+      const archives = await db<{ name: string }[]>`
+        select relname as name from pg_class
+        where relnamespace = current_schema()::regnamespace and relkind = 'r' and relname ~ ${ARCHIVE_PATTERN}`
+      const archived = await Promise.all(
+        archives.map(({ name }) => db`delete from ${db(name)} where session_id = ${sessionId} and session_id <> ''`),
+      )
+      return archived.reduce((sum, r) => sum + r.count, rows.count)
     },
 
     /**

@@ -1,5 +1,6 @@
 // The docs-search events' lifecycle, run inside the service: daily partitions created ahead of
-// time, retention by dropping whole partitions, rollup rows no KPI window can reach deleted.
+// time, days past the KPI horizon archived without their KPI indexes, retention by dropping
+// whole days, rollup rows no KPI window can reach deleted.
 // One replica at a time (a session advisory lock on a reserved connection; the others skip).
 import type { FastifyBaseLogger } from 'fastify'
 import type { Database } from '../plugins/app/database.js'
@@ -32,6 +33,8 @@ export interface LifecycleFigures {
   /** events dropped with their partitions (and the few deleted from the DEFAULT partition) */
   rowsDropped: number
   partitionsDropped: number
+  /** days taken out of the table past the KPI horizon (their KPI indexes dropped) */
+  partitionsArchived: number
   /** query rollup rows and KPI buckets deleted as unreachable */
   rollupRowsDropped: number
   /** epoch ms of the last completed run, or null */
@@ -46,6 +49,7 @@ export class TelemetryLifecycle {
   readonly figures: LifecycleFigures = {
     rowsDropped: 0,
     partitionsDropped: 0,
+    partitionsArchived: 0,
     rollupRowsDropped: 0,
     lastRunMs: null,
     oldestEventMs: null,
@@ -119,18 +123,36 @@ export class TelemetryLifecycle {
     for (const name of await repo.unvacuumedDays(today))
       await repo.vacuumDay(name).catch((err) => log.warn({ err, partition: name }, 'telemetry: day not vacuumed'))
 
+    // Days past the KPI horizon (no window reads them) leave the table, then lose their KPI
+    // indexes, about half a day's bytes: what is left (the events and their session index, for
+    // erasure) waits for retention, whose drop then frees half as much.
+    const horizon = now - LONGEST_KPI_WINDOW_DAYS * DAY_MS
+    const archived = new Set((await repo.archives()).map((a) => a.dayMs))
+    for (const p of ranged.filter((p) => isDay(p) && p.toMs! <= horizon)) {
+      // A day archived already (its partition made again after the clock went back a week):
+      // this one stays a partition until retention drops it.
+      if (archived.has(p.fromMs!)) continue
+      if (await this.#withRetry(`archive partition ${p.name}`, () => repo.archivePartition(p.name, p.fromMs!)))
+        this.figures.partitionsArchived++
+    }
+    for (const archive of await repo.archives())
+      if (archive.kpiIndexes > 0) await repo.dropArchiveKpiIndexes(archive.name)
+
     // A drop cut short between its detach and its drop (the process stopped) is finished first;
-    // then retention: whole partitions whose every event is older than the limit.
-    for (const name of await repo.detachedDays())
-      await this.#dropDay(repo, name, async () => {
-        await repo.dropDetached(name)
-        return true
-      })
-    for (const p of ranged.filter((p) => p.toMs !== null && p.toMs <= cutoff))
+    // then retention: whole days whose every event is older than the limit.
+    const dropTable = (name: string) => async () => {
+      await repo.dropDetached(name)
+      return true
+    }
+    for (const name of await repo.detachedDays()) await this.#dropDay(repo, name, dropTable(name))
+    for (const archive of await repo.archives())
+      if (archive.dayMs + DAY_MS <= cutoff) await this.#dropDay(repo, archive.name, dropTable(archive.name))
+    for (const p of (await repo.partitions()).filter((p) => !p.isDefault && p.toMs !== null && p.toMs <= cutoff))
       await this.#dropDay(repo, p.name, () =>
         this.#withRetry(`drop partition ${p.name}`, () => repo.dropPartition(p.name)),
       )
-    this.figures.rowsDropped += await repo.deleteDefaultBefore(cutoff)
+    // The same rule for the DEFAULT partition's events: kept until their whole day is past the limit.
+    this.figures.rowsDropped += await repo.deleteDefaultBefore(Math.floor(cutoff / DAY_MS) * DAY_MS)
 
     const { queries, buckets } = await repo.deleteUnreachableRollups(now - LONGEST_KPI_WINDOW_DAYS * DAY_MS)
     this.figures.rollupRowsDropped += queries + buckets
@@ -171,6 +193,11 @@ export class TelemetryLifecycle {
       }
     }
   }
+}
+
+/** A daily partition (not the DEFAULT one, nor the previous release's table attached for all times before a day). */
+function isDay(p: Partition): boolean {
+  return p.fromMs !== null && p.toMs === p.fromMs + DAY_MS && p.name === partitionName(p.fromMs)
 }
 
 function overlaps(p: Partition, fromMs: number, toMs: number): boolean {

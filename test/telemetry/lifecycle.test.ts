@@ -8,6 +8,8 @@ import { manualClock } from '../helpers/fixtures.js'
 import { REFERENCE_KPIS } from '../helpers/reference-kpis.js'
 import { ConfigError, loadConfig } from '../../src/config.js'
 import {
+  ARCHIVE_PATTERN,
+  archiveName,
   countRowsStatement,
   createTelemetryLifecycleRepository,
   partitionName,
@@ -46,6 +48,22 @@ const partitions = async () =>
 const kpis = async (windowMinutes: number) =>
   (await api.get(`/api/v1/telemetry/docs-search/metrics?window_minutes=${windowMinutes}`)).json()
 
+const archives = async () =>
+  (await sql`select relname from pg_class where relname ~ ${ARCHIVE_PATTERN} order by 1`).map(
+    (r) => r.relname as string,
+  )
+/** Events kept before and from `ms`, in the table and in the archived days. */
+const keptAround = async (ms: number) => {
+  let older = 0
+  let kept = 0
+  for (const table of ['docs_search_events', ...(await archives())]) {
+    const [r] = await sql`select count(*) filter (where emitted_at_ms < ${ms})::int as older,
+                                 count(*) filter (where emitted_at_ms >= ${ms})::int as kept from ${sql(table)}`
+    older += r!.older as number
+    kept += r!.kept as number
+  }
+  return { older, kept }
+}
 /** Runs the lifecycle as the hourly timer would have, one day after the other up to `to`. */
 const liveDays = async (from: number, to: number) => {
   for (let at = from; at <= to; at += DAY) {
@@ -89,116 +107,133 @@ t.test('an event far in the past or the future is kept in the DEFAULT partition 
   await sql`truncate docs_search_events, docs_search_queries`
 })
 
-t.test('retention drops the days older than the limit and no KPI over the kept window changes', async (t) => {
-  // The partitions of the last 12 days, as a service that ran all along would have made them.
-  await liveDays(NOW - 12 * DAY, NOW)
-  // 12 days of events, with queries whose events span a day boundary and the edges of the
-  // windows, sessions and events without a query id.
-  const events: object[] = []
-  for (let h = 0; h < 12 * 24; h += 1) {
-    const at = NOW - h * HOUR - 7 * 60_000
-    const q = `q${h}`
-    events.push({
-      event: 'search_query',
-      emitted_at_ms: at,
-      query_id: q,
-      results_count: h % 3,
-      session_id: `s${h % 5}`,
-    })
-    events.push({
-      event: 'search_result_click',
-      emitted_at_ms: at + 50 * 60_000,
-      query_id: q,
-      time_to_success_ms: 250 * (h % 40) + 1,
-    })
-    if (h % 4 === 0)
-      events.push({ event: 'search_query', emitted_at_ms: at + 10 * 60_000, query_id: '', results_count: 0 })
-  }
-  for (let i = 0; i < events.length; i += 500) await ingest(events.slice(i, i + 500))
-  const windows = [1, 60, 61, 1440, 10080]
-  const before = await Promise.all(windows.map(kpis))
+t.test(
+  'past the KPI horizon a day is archived without its KPI indexes; retention drops the days past the limit; no KPI changes',
+  async (t) => {
+    // 12 days of events, with queries whose events span a day boundary and the edges of the
+    // windows, sessions and events without a query id. The older days have no partition yet: the
+    // DEFAULT partition takes their events until the runs below make one.
+    const events: object[] = []
+    for (let h = 0; h < 12 * 24; h += 1) {
+      const at = NOW - h * HOUR - 7 * 60_000
+      const q = `q${h}`
+      events.push({
+        event: 'search_query',
+        emitted_at_ms: at,
+        query_id: q,
+        results_count: h % 3,
+        session_id: `s${h % 5}`,
+      })
+      events.push({
+        event: 'search_result_click',
+        emitted_at_ms: at + 50 * 60_000,
+        query_id: q,
+        time_to_success_ms: 250 * (h % 40) + 1,
+      })
+      if (h % 4 === 0)
+        events.push({ event: 'search_query', emitted_at_ms: at + 10 * 60_000, query_id: '', results_count: 0 })
+    }
+    for (let i = 0; i < events.length; i += 500) await ingest(events.slice(i, i + 500))
+    const windows = [1, 60, 61, 1440, 10080]
+    const beforeArchiving = await Promise.all(windows.map(kpis))
+    const fromEighthDay = await keptAround(today - 8 * DAY)
+    const archivedBefore = api.app.telemetryLifecycle.figures.partitionsArchived
 
-  // A day later the cut-off (8 days) has moved past more whole days.
-  clock.set(new Date(NOW + DAY).toISOString())
-  const after = NOW + DAY
-  const beforeAfterClock = await Promise.all(windows.map(kpis))
-  const cutoff = after - 8 * DAY
-  const keptFrom = Math.floor(cutoff / DAY) * DAY
-  const [{ older, kept }] = (await sql`select count(*) filter (where emitted_at_ms < ${keptFrom})::int as older,
-                                             count(*) filter (where emitted_at_ms >= ${keptFrom})::int as kept
-                                      from docs_search_events`) as never as [{ older: number; kept: number }]
-  t.ok(older > 0 && kept > 0)
-  const [placed] = await sql`select (select count(*) from docs_search_events_default)::int as in_default,
-                                     (select count(*) from docs_search_events where emitted_at_ms < ${today - 8 * DAY})::int as before_partitions`
-  t.equal(
-    placed!.in_default,
-    placed!.before_partitions,
-    'events before the oldest partition are in the DEFAULT one, the rest in daily partitions',
-  )
-  const figures = { ...api.app.telemetryLifecycle.figures }
+    // The runs of a service that ran all along, day after day: each makes the partitions from
+    // yesterday on (moving the DEFAULT partition's events of that day into it), archives the days
+    // whose end is more than 7 days back and drops those whose end is more than 8 days back.
+    await liveDays(NOW - 12 * DAY, NOW)
+    t.equal(api.app.telemetryLifecycle.figures.partitionsArchived - archivedBefore, 6, 'six days archived in turn')
+    t.same(
+      await archives(),
+      [archiveName(today - 8 * DAY)],
+      'the day that ended 7 to 8 days ago is archived, older ones dropped',
+    )
+    t.notOk((await partitions()).includes(partitionName(today - 8 * DAY)), 'no longer a partition')
+    t.ok((await partitions()).includes(partitionName(today - 7 * DAY)), 'the day the 7-day window still reaches is not')
+    const indexes = await sql`select i.indexrelid::regclass::text as index from pg_index i
+                            where i.indrelid = ${archiveName(today - 8 * DAY)}::regclass`
+    t.same(
+      indexes.map((r) => r.index),
+      [`${archiveName(today - 8 * DAY)}_session`],
+      'an archive keeps its session index alone',
+    )
+    t.same(
+      await keptAround(today - 8 * DAY),
+      { older: 0, kept: fromEighthDay.kept },
+      'every event of the kept days is there, in the table or its archived day',
+    )
+    t.same(await Promise.all(windows.map(kpis)), beforeArchiving, 'every window answers as before archiving')
 
-  t.ok(await api.app.telemetryLifecycle.run())
-  const [left] = await sql`select count(*) filter (where emitted_at_ms < ${keptFrom})::int as older,
-                                  count(*) filter (where emitted_at_ms >= ${keptFrom})::int as kept,
-                                  min(emitted_at_ms)::bigint as oldest from docs_search_events`
-  t.equal(left!.older, 0, 'every event of a day wholly older than the limit is gone')
-  t.equal(left!.kept, kept, 'every event of a later day is kept')
-  t.notOk((await partitions()).includes(partitionName(keptFrom - DAY)), 'by dropping its partition')
-  t.ok((await partitions()).includes(partitionName(keptFrom)))
-  t.equal(api.app.telemetryLifecycle.figures.rowsDropped - figures.rowsDropped, older, 'rows dropped counted')
-  t.ok(api.app.telemetryLifecycle.figures.partitionsDropped > figures.partitionsDropped)
-  t.equal(api.app.telemetryLifecycle.figures.oldestEventMs, Number(left!.oldest), `oldest kept ${left!.oldest}`)
+    // A day later the cut-off (8 days) has moved past more whole days.
+    clock.set(new Date(NOW + DAY).toISOString())
+    const after = NOW + DAY
+    const beforeAfterClock = await Promise.all(windows.map(kpis))
+    const cutoff = after - 8 * DAY
+    const keptFrom = Math.floor(cutoff / DAY) * DAY
+    const { older, kept } = await keptAround(keptFrom)
+    t.ok(older > 0 && kept > 0)
+    const figures = { ...api.app.telemetryLifecycle.figures }
 
-  const horizon = after - 7 * DAY
-  const [unreachable] =
-    await sql`select (select count(*) from docs_search_queries where last_ms <= ${horizon})::int as queries,
+    t.ok(await api.app.telemetryLifecycle.run())
+    const left = await keptAround(keptFrom)
+    t.equal(left.older, 0, 'every event of a day wholly older than the limit is gone')
+    t.equal(left.kept, kept, 'every event of a later day is kept')
+    t.same(await archives(), [archiveName(keptFrom)], 'by dropping the archived days; the next day archived in turn')
+    t.equal(api.app.telemetryLifecycle.figures.rowsDropped - figures.rowsDropped, older, 'rows dropped counted')
+    t.equal(api.app.telemetryLifecycle.figures.partitionsDropped - figures.partitionsDropped, 1)
+    t.equal(
+      api.app.telemetryLifecycle.figures.oldestEventMs,
+      keptFrom,
+      'the oldest kept: the archived day, from its start',
+    )
+
+    const horizon = after - 7 * DAY
+    const [unreachable] =
+      await sql`select (select count(*) from docs_search_queries where last_ms <= ${horizon})::int as queries,
                                          (select count(*) from docs_search_kpi_buckets where hour_ms <= ${horizon})::int as buckets,
                                          (select count(*) from docs_search_kpi_minutes where minute_ms <= ${horizon})::int as minutes`
-  t.same(unreachable, { queries: 0, buckets: 0, minutes: 0 }, 'rollup rows and buckets no window reaches are gone')
+    t.same(unreachable, { queries: 0, buckets: 0, minutes: 0 }, 'rollup rows and buckets no window reaches are gone')
 
-  const afterRetention = await Promise.all(windows.map(kpis))
-  t.same(afterRetention, beforeAfterClock, 'every window answers as before the drop')
-  for (const [i, w] of windows.entries()) {
-    const [expected] = await sql.unsafe(REFERENCE_KPIS, [after - w * 60_000, after])
-    const { zero_result_rate, query_ctr, window_minutes, ...counts } = afterRetention[i]
-    t.same(counts, expected, `window ${w} min: as the definitions over the kept events`)
-  }
-  t.not(before[4].total_queries, 0)
-  clock.set(START)
+    const afterRetention = await Promise.all(windows.map(kpis))
+    t.same(afterRetention, beforeAfterClock, 'every window answers as before the drop')
+    for (const [i, w] of windows.entries()) {
+      const [expected] = await sql.unsafe(REFERENCE_KPIS, [after - w * 60_000, after])
+      const { zero_result_rate, query_ctr, window_minutes, ...counts } = afterRetention[i]
+      t.same(counts, expected, `window ${w} min: as the definitions over the kept events`)
+    }
+    t.not(beforeArchiving[4].total_queries, 0)
+    clock.set(START)
+  },
+)
+
+t.test('erasure reaches the archived days', async (t) => {
+  const archive = archiveName(Math.floor((NOW - 7 * DAY) / DAY) * DAY)
+  const count = async (table: string) =>
+    (await sql`select count(*)::int as n from ${sql(table)} where session_id = 's1'`)[0]!.n as number
+  const inArchive = await count(archive)
+  const inTable = await count('docs_search_events')
+  t.ok(inArchive > 0 && inTable > 0, `${inArchive} events of s1 archived, ${inTable} in the table`)
+  const res = await api.request({ method: 'DELETE', url: '/api/v1/telemetry/docs-search/sessions/s1' })
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), { session_id: 's1', erased_events: inArchive + inTable })
+  t.equal(await count(archive), 0)
+  t.equal(await count('docs_search_events'), 0)
+  t.ok((await sql`select count(*)::int as n from ${sql(archive)} where session_id = 's2'`)[0]!.n > 0, 'nobody else’s')
 })
 
-t.test('ingest during a drop that waits for its lock is answered at once', async (t) => {
-  // A partition that retention will drop, and a reader that holds it (a long KPI query, say).
-  const oldDay = Math.floor((NOW - 8 * DAY) / DAY) * DAY
-  await liveDays(oldDay, NOW)
-  await ingest([{ event: 'search_query', emitted_at_ms: oldDay + HOUR, query_id: 'to-drop' }])
-  t.same(await partitionOf('to-drop'), [partitionName(oldDay)])
-  const reader = postgres(api.db.url, { max: 1, onnotice: () => {} })
-  t.teardown(() => reader.end())
-  let release!: () => void
-  let locked!: () => void
-  const held = new Promise<void>((resolve) => (release = resolve))
-  const reading = new Promise<void>((resolve) => (locked = resolve))
-  const holding = reader.begin(async (tx) => {
-    await tx`select count(*) from docs_search_events`
-    locked()
-    await held
-  })
-  await reading
-  clock.set(new Date(NOW + DAY).toISOString())
-  const run = api.app.telemetryLifecycle.run()
-  await new Promise((r) => setTimeout(r, 300)) // the drop is retrying by now
-  const started = performance.now()
-  await ingest([{ event: 'search_query', emitted_at_ms: NOW + DAY - 1000, query_id: 'during-drop' }])
-  const ms = performance.now() - started
-  t.ok(ms < 1000, `a batch during the drop answered in ${ms.toFixed(0)} ms`)
-  t.same(await partitionOf('to-drop'), [partitionName(oldDay)], 'the drop has not happened yet')
-  release()
-  await holding
-  t.ok(await run)
-  t.same(await partitionOf('to-drop'), [], 'the drop happened once the reader was done')
-  t.same(await partitionOf('during-drop'), [partitionName(today + DAY)])
-  clock.set(START)
+t.test('an archiving cut short before its KPI indexes went is finished by the next run', async (t) => {
+  const archive = archiveName(today - 8 * DAY)
+  await sql.unsafe(`create table ${archive} (like docs_search_events including defaults)`)
+  await sql.unsafe(`create index ${archive}_session on ${archive} (session_id)`)
+  await sql.unsafe(`create index ${archive}_window on ${archive} (emitted_at_ms)`)
+  t.ok(await api.app.telemetryLifecycle.run())
+  const left = await sql`select indexrelid::regclass::text as index from pg_index where indrelid = ${archive}::regclass`
+  t.same(
+    left.map((r) => r.index),
+    [`${archive}_session`],
+  )
+  await sql.unsafe(`drop table ${archive}`)
 })
 
 t.test('a day left detached by a drop cut short (detached, not dropped) is dropped by the next run', async (t) => {
@@ -285,4 +320,60 @@ t.test('TELEMETRY_RETENTION_DAYS below the longest KPI window stops the start wi
   t.throws(() => loadConfig({ TELEMETRY_RETENTION_DAYS: 'x' }), /TELEMETRY_RETENTION_DAYS must be an integer/)
   t.equal(loadConfig({}).telemetryRetentionDays, 30)
   t.equal(loadConfig({ TELEMETRY_RETENTION_DAYS: '7' }).telemetryRetentionDays, 7)
+})
+
+t.test('ingest during an archiving that waits for its lock is answered at once', async (t) => {
+  // A service of its own, so that its days have never been archived by the tests above (last in
+  // this file: its metrics take the process-wide registry's names).
+  const ownClock = manualClock(START)
+  const own = await buildTestApp(t, { TELEMETRY_RETENTION_DAYS: '8' }, { now: ownClock.now })
+  // A day that passes the KPI horizon tomorrow, and a reader that holds the table (a long KPI query, say).
+  const day = today - 7 * DAY
+  for (let at = day; at <= NOW; at += DAY) {
+    ownClock.set(new Date(at).toISOString())
+    await own.app.telemetryLifecycle.run()
+  }
+  ownClock.set(START)
+  const post = async (event: object) => {
+    const res = await own.request({
+      method: 'POST',
+      url: '/api/v1/telemetry/docs-search/batch',
+      payload: { events: [event] },
+    })
+    if (res.statusCode !== 202) throw new Error(`ingest answered ${res.statusCode}`)
+  }
+  const tableOf = async (queryId: string) =>
+    (await own.db.sql`select tableoid::regclass::text as p from docs_search_events where query_id = ${queryId}`).map(
+      (r) => r.p as string,
+    )
+  await post({ event: 'search_query', emitted_at_ms: day + HOUR, query_id: 'to-archive' })
+  t.same(await tableOf('to-archive'), [partitionName(day)])
+  const reader = postgres(own.db.url, { max: 1, onnotice: () => {} })
+  t.teardown(() => reader.end())
+  let release!: () => void
+  let locked!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  const reading = new Promise<void>((resolve) => (locked = resolve))
+  const holding = reader.begin(async (tx) => {
+    await tx`select count(*) from docs_search_events`
+    locked()
+    await held
+  })
+  await reading
+  ownClock.set(new Date(NOW + DAY).toISOString())
+  const run = own.app.telemetryLifecycle.run()
+  await new Promise((r) => setTimeout(r, 300)) // the archiving is retrying by now
+  const started = performance.now()
+  await post({ event: 'search_query', emitted_at_ms: NOW + DAY - 1000, query_id: 'during-archiving' })
+  const ms = performance.now() - started
+  t.ok(ms < 1000, `a batch during the archiving answered in ${ms.toFixed(0)} ms`)
+  t.same(await tableOf('to-archive'), [partitionName(day)], 'the archiving has not happened yet')
+  release()
+  await holding
+  t.ok(await run)
+  t.same(await tableOf('to-archive'), [], 'the archiving happened once the reader was done')
+  const [archived] = await own.db
+    .sql`select count(*)::int as n from ${own.db.sql(archiveName(day))} where query_id = 'to-archive'`
+  t.equal(archived!.n, 1, 'into its archive table')
+  t.same(await tableOf('during-archiving'), [partitionName(today + DAY)])
 })

@@ -56,6 +56,11 @@ export default fp<{ now: () => Date; intervalMs?: number }>(
       () => figures.partitionsDropped,
     )
     gauge(
+      'docs_search_retention_partitions_archived',
+      'Docs-search event partitions past the KPI horizon archived (KPI indexes dropped) by this process',
+      () => figures.partitionsArchived,
+    )
+    gauge(
       'docs_search_retention_rollup_rows_dropped',
       'Query rollup rows and KPI buckets no window can reach, deleted by this process',
       () => figures.rollupRowsDropped,
@@ -67,7 +72,7 @@ export default fp<{ now: () => Date; intervalMs?: number }>(
     )
     gauge(
       'docs_search_oldest_event_kept_timestamp_seconds',
-      'emitted_at of the oldest docs-search event kept, as of the last run (0: none)',
+      'emitted_at of the oldest docs-search event kept (of an archived day: its start), as of the last run (0: none)',
       () => (figures.oldestEventMs === null ? null : figures.oldestEventMs / 1000),
     )
   },
