@@ -154,7 +154,7 @@ export class TelemetryLifecycle {
     // The same rule for the DEFAULT partition's events: kept until their whole day is past the limit.
     this.figures.rowsDropped += await repo.deleteDefaultBefore(Math.floor(cutoff / DAY_MS) * DAY_MS)
 
-    const { queries, buckets } = await repo.deleteUnreachableRollups(now - LONGEST_KPI_WINDOW_DAYS * DAY_MS)
+    const { queries, buckets } = await repo.deleteUnreachableRollups(horizon)
     this.figures.rollupRowsDropped += queries + buckets
     this.figures.oldestEventMs = await repo.oldestEventMs()
     this.figures.lastRunMs = Date.now()
