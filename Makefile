@@ -98,7 +98,7 @@ tools/sdk/node_modules/.package-lock.json: tools/sdk/package.json tools/sdk/pack
 migrate: node_modules
 	npm run migrate
 
-## Telemetry at scale: N events through the batch API (default 100M, tens of GB; BENCH_EVENTS=2000000 for less), disk per event, KPIs, two days' drops (one as seeded, one out of the page cache as at retention age), an erasure. BENCH_DAYS=3 BENCH_EVENTS=42900000: the 100M week's density in three days; BENCH_KEEP=1 keeps the database.
+## Telemetry at scale: N events through the batch API (default 100M, tens of GB; BENCH_EVENTS=2000000 for less), disk per event, KPIs, two days archived at the KPI horizon and dropped (one as seeded, one out of the page cache as at retention age), an erasure. BENCH_DAYS=3 BENCH_EVENTS=42900000: the 100M week's density in three days; BENCH_KEEP=1 keeps the database.
 bench-telemetry: node_modules
 	npx tsx bench/telemetry.ts
 
