@@ -77,15 +77,22 @@ export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200
   }
 
   /** The archive tables, oldest first, with the number of indexes each has besides its session index. */
-  async function archives(): Promise<{ name: string; dayMs: number; kpiIndexes: number }[]> {
-    const rows = await sql<{ name: string; kpi_indexes: number }[]>`
+  async function archives(): Promise<{ name: string; dayMs: number; kpiIndexes: number; hasSessionIndex: boolean }[]> {
+    const rows = await sql<{ name: string; kpi_indexes: number; has_session_index: boolean }[]>`
       select c.relname as name,
              (select count(*)::int from pg_index x join pg_class ic on ic.oid = x.indexrelid
-              where x.indrelid = c.oid and ic.relname <> c.relname || '_session') as kpi_indexes
+              where x.indrelid = c.oid and ic.relname <> c.relname || '_session') as kpi_indexes,
+             exists (select 1 from pg_index x join pg_class ic on ic.oid = x.indexrelid
+                     where x.indrelid = c.oid and ic.relname = c.relname || '_session' and x.indisvalid) as has_session_index
       from pg_class c
       where c.relnamespace = current_schema()::regnamespace and c.relkind = 'r' and c.relname ~ ${ARCHIVE_PATTERN}
       order by c.relname`
-    return rows.map((r) => ({ name: r.name, dayMs: archiveDayMs(r.name)!, kpiIndexes: r.kpi_indexes }))
+    return rows.map((r) => ({
+      name: r.name,
+      dayMs: archiveDayMs(r.name)!,
+      kpiIndexes: r.kpi_indexes,
+      hasSessionIndex: r.has_session_index,
+    }))
   }
 
   /** Drops a day table that is no longer a partition. */
@@ -130,7 +137,7 @@ export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200
         alter table ${PARENT} attach partition ${table} for values from (${int(fromMs)}) to (${int(toMs)});`)
     },
 
-    /** Adds the session index to a partition without one (the table of the previous release), without blocking writes. */
+    /** Adds the session index to a partition or archive without one (the table of the previous release; a failed build), without blocking writes. */
     async addSessionIndex(name: string): Promise<void> {
       // Outside any transaction (CONCURRENTLY), and longer than the pool's statement_timeout on a big table.
       await sql.unsafe(`set statement_timeout = 0`)

@@ -135,8 +135,14 @@ export class TelemetryLifecycle {
       if (await this.#withRetry(`archive partition ${p.name}`, () => repo.archivePartition(p.name, p.fromMs!)))
         this.figures.partitionsArchived++
     }
-    for (const archive of await repo.archives())
+    for (const archive of await repo.archives()) {
       if (archive.kpiIndexes > 0) await repo.dropArchiveKpiIndexes(archive.name)
+      // A day archived without its session index (its build had failed) gets one: erasure and the count read it.
+      if (!archive.hasSessionIndex)
+        await repo
+          .addSessionIndex(archive.name)
+          .catch((err) => log.warn({ err, archive: archive.name }, 'telemetry: session index not built'))
+    }
 
     // A drop cut short between its detach and its drop (the process stopped) is finished first;
     // then retention: whole days whose every event is older than the limit.

@@ -236,6 +236,16 @@ t.test('an archiving cut short before its KPI indexes went is finished by the ne
   await sql.unsafe(`drop table ${archive}`)
 })
 
+t.test('a day archived without its session index gets one from the next run', async (t) => {
+  const archive = archiveName(today - 8 * DAY)
+  await sql.unsafe(`create table ${archive} (like docs_search_events including defaults)`)
+  t.ok(await api.app.telemetryLifecycle.run())
+  const built =
+    await sql`select indexrelid::regclass::text as index, indisvalid as valid from pg_index where indrelid = ${archive}::regclass`
+  t.same(built, [{ index: `${archive}_session`, valid: true }])
+  await sql.unsafe(`drop table ${archive}`)
+})
+
 t.test('a day left detached by a drop cut short (detached, not dropped) is dropped by the next run', async (t) => {
   // What the first of the drop's two transactions leaves when the process stops before the second.
   const day = Math.floor((NOW - 20 * DAY) / DAY) * DAY
