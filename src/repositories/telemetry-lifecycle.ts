@@ -40,7 +40,17 @@ export function archiveDayMs(name: string): number | null {
   return m ? Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])) : null
 }
 /** The catalogue's archive tables (a pattern for `relname ~`). */
-export const ARCHIVE_PATTERN = '^docs_search_archive_[0-9]{8}$'
+const ARCHIVE_PATTERN = '^docs_search_archive_[0-9]{8}$'
+
+/** The names of the archive tables, oldest first (erasure reaches them; any connection or transaction). */
+export async function archiveNames(sql: Pick<Sql, 'unsafe'>): Promise<string[]> {
+  const rows = await sql.unsafe<{ name: string }[]>(
+    `select relname as name from pg_class
+     where relnamespace = current_schema()::regnamespace and relkind = 'r' and relname ~ $1 order by relname`,
+    [ARCHIVE_PATTERN],
+  )
+  return rows.map((r) => r.name)
+}
 
 // Every event of the day (also those without a session, '' deduplicated): erasure finds a
 // session's events through it, and retention counts a day's events from it.
@@ -166,22 +176,14 @@ export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200
       }
     },
 
-    /**
-     * Day partitions that ended at or before `endedByMs` and took events since they were last
-     * vacuumed (the statistics lag the inserts by about a second: a later run sees the rest).
-     */
-    async unvacuumedDays(endedByMs: number): Promise<string[]> {
-      const rows = await sql<{ name: string; bound: string }[]>`
-        select c.relname as name, pg_get_expr(c.relpartbound, c.oid) as bound
+    /** Partitions that took events since they were last vacuumed (the statistics lag the inserts by about a second). */
+    async unvacuumed(): Promise<Set<string>> {
+      const rows = await sql<{ name: string }[]>`
+        select c.relname as name
         from pg_inherits i join pg_class c on c.oid = i.inhrelid
         join pg_stat_user_tables s on s.relid = c.oid
         where i.inhparent = ${PARENT}::regclass and s.n_ins_since_vacuum > 0`
-      return rows
-        .filter((r) => {
-          const to = BOUND.exec(r.bound)?.[4]
-          return to !== undefined && Number(to) <= endedByMs
-        })
-        .map((r) => r.name)
+      return new Set(rows.map((r) => r.name))
     },
 
     /**
@@ -210,7 +212,6 @@ export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200
       await dropDetached(name)
     },
 
-    detachPartition,
     dropDetached,
 
     /**

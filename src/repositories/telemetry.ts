@@ -3,7 +3,7 @@
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
 import { json } from '../library-types.js'
-import { ARCHIVE_PATTERN } from './telemetry-lifecycle.js'
+import { archiveNames } from './telemetry-lifecycle.js'
 
 export type DocsSearchEvent = components['schemas']['DocsSearchTelemetryIngestRequest']
 export type DocsSearchMetrics = components['schemas']['DocsSearchTelemetryMetricsResponse']
@@ -227,11 +227,10 @@ export function createTelemetryRepository(db: Db) {
      */
     async eraseSession(sessionId: string): Promise<number> {
       const rows = await db`delete from docs_search_events where session_id = ${sessionId} and session_id <> ''`
-      const archives = await db<{ name: string }[]>`
-        select relname as name from pg_class
-        where relnamespace = current_schema()::regnamespace and relkind = 'r' and relname ~ ${ARCHIVE_PATTERN}`
       const archived = await Promise.all(
-        archives.map(({ name }) => db`delete from ${db(name)} where session_id = ${sessionId} and session_id <> ''`),
+        (await archiveNames(db)).map(
+          (name) => db`delete from ${db(name)} where session_id = ${sessionId} and session_id <> ''`,
+        ),
       )
       return archived.reduce((sum, r) => sum + r.count, rows.count)
     },

@@ -120,8 +120,9 @@ export class TelemetryLifecycle {
 
     // Days that have ended are vacuumed once (and again if late events came): their visibility
     // maps let the KPIs' probes and retention's count read indexes alone.
-    for (const name of await repo.unvacuumedDays(today))
-      await repo.vacuumDay(name).catch((err) => log.warn({ err, partition: name }, 'telemetry: day not vacuumed'))
+    const unvacuumed = await repo.unvacuumed()
+    for (const p of ranged.filter((p) => p.toMs !== null && p.toMs <= today && unvacuumed.has(p.name)))
+      await repo.vacuumDay(p.name).catch((err) => log.warn({ err, partition: p.name }, 'telemetry: day not vacuumed'))
 
     // Days past the KPI horizon (no window reads them) leave the table, then lose their KPI
     // indexes, about half a day's bytes: what is left (the events and their session index, for
@@ -135,7 +136,8 @@ export class TelemetryLifecycle {
       if (await this.#withRetry(`archive partition ${p.name}`, () => repo.archivePartition(p.name, p.fromMs!)))
         this.figures.partitionsArchived++
     }
-    for (const archive of await repo.archives()) {
+    const archives = await repo.archives()
+    for (const archive of archives) {
       if (archive.kpiIndexes > 0) await repo.dropArchiveKpiIndexes(archive.name)
       // A day archived without its session index (its build had failed) gets one: erasure and the count read it.
       if (!archive.hasSessionIndex)
@@ -151,7 +153,7 @@ export class TelemetryLifecycle {
       return true
     }
     for (const name of await repo.detachedDays()) await this.#dropDay(repo, name, dropTable(name))
-    for (const archive of await repo.archives())
+    for (const archive of archives)
       if (archive.dayMs + DAY_MS <= cutoff) await this.#dropDay(repo, archive.name, dropTable(archive.name))
     for (const p of (await repo.partitions()).filter((p) => !p.isDefault && p.toMs !== null && p.toMs <= cutoff))
       await this.#dropDay(repo, p.name, () =>

@@ -8,8 +8,8 @@ import { manualClock } from '../helpers/fixtures.js'
 import { REFERENCE_KPIS } from '../helpers/reference-kpis.js'
 import { ConfigError, loadConfig } from '../../src/config.js'
 import {
-  ARCHIVE_PATTERN,
   archiveName,
+  archiveNames,
   countRowsStatement,
   createTelemetryLifecycleRepository,
   partitionName,
@@ -48,10 +48,8 @@ const partitions = async () =>
 const kpis = async (windowMinutes: number) =>
   (await api.get(`/api/v1/telemetry/docs-search/metrics?window_minutes=${windowMinutes}`)).json()
 
-const archives = async () =>
-  (await sql`select relname from pg_class where relname ~ ${ARCHIVE_PATTERN} order by 1`).map(
-    (r) => r.relname as string,
-  )
+const archives = () => archiveNames(sql)
+
 /** Events kept before and from `ms`, in the table and in the archived days. */
 const keptAround = async (ms: number) => {
   let older = 0
