@@ -115,7 +115,7 @@ bench: build
 bench-cpu: build
 	taskset -c 1 npx tsx bench/cpu-split.ts
 
-## What tracing costs: the service's CPU per request untraced and at BENCH_OTEL_RATIOS (default 0.1,1) sampling, GET user and POST user (new key), in alternating rounds on the servers' core (BENCH_OTEL_TOGETHER=1: all at once), the part off each server's main thread shown apart.
+## What tracing costs: the service's CPU per request untraced and at BENCH_OTEL_RATIOS (default 0.1,1) sampling, GET user and POST user (new key), in alternating rounds on the servers' core (BENCH_OTEL_TOGETHER=1: all at once), the part off each server's main thread shown apart, and an untraced twin for the noise floor.
 bench-otel: build
 	taskset -c 1 npx tsx bench/otel-cpu.ts
 

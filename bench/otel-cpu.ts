@@ -1,9 +1,10 @@
 // `make bench-otel`: what tracing costs, as the service's CPU per request (utime + stime from
-// /proc, so other work on a shared machine moves it far less than it moves req/s). Three built
-// services on the servers' core, the same database: untraced, and traced at each ratio of
-// BENCH_OTEL_RATIOS (default 0.1 and 1; parent-based, OTLP/HTTP protobuf to a sink in this
-// process that drops every export). GET user and POST user (new key), in alternating rounds.
-// Throughput-equivalent: untraced µs / traced µs (1.00 = tracing is free).
+// /proc, so other work on a shared machine moves it far less than it moves req/s). Built services
+// on the servers' core, the same database: untraced, traced at each ratio of BENCH_OTEL_RATIOS
+// (default 0.1 and 1; parent-based, OTLP/HTTP protobuf to a sink in this process that drops
+// every export), and an untraced twin whose ratio shows the run's noise. GET user and POST user
+// (new key), in alternating rounds. Throughput-equivalent: untraced µs / traced µs (1.00 =
+// tracing is free).
 import autocannon from 'autocannon'
 import {
   SERVER_CPU,
@@ -35,6 +36,9 @@ try {
   const services: [string, Server][] = [['untraced', await startService(bench.url, 3611, profile('untraced'), '')]]
   for (const [i, ratio] of RATIOS.entries())
     services.push([`${Number(ratio) * 100} %`, await startService(bench.url, 3612 + i, profile(ratio), ratio)])
+  // A second untraced process of the same build: its ratio to the first is this run's noise
+  // floor (two processes of one build can differ for their whole life, not only round by round).
+  services.push(['untraced (twin)', await startService(bench.url, 3610, profile('untraced-twin'), '')])
   const requests = await createBenchRequests(bench.sql, services[0]![1].base)
   const cases: [string, () => BenchRequest][] = [
     ['GET user', requests.getUser],
