@@ -13,7 +13,8 @@ import {
   trace,
   type Tracer,
 } from '@opentelemetry/api'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
+import { timedOutByServer } from '../http/server-options.js'
 import { addLogBindings } from '../library-types.js'
 import { routeTemplate } from '../route-template.js'
 import { sampledRequest } from './sampled-request.js'
@@ -42,7 +43,7 @@ const untraced = (url: string) => {
 export function registerServerSpans(app: FastifyInstance, tracer: Tracer): void {
   app.decorateRequest(kTraced, null)
 
-  app.addHook('onRequest', (request, _reply, done) => {
+  app.addHook('onRequest', (request, reply, done) => {
     if (untraced(request.url)) return done()
     const parent = propagation.extract(ROOT_CONTEXT, request.headers)
     const span = tracer.startSpan('request', { kind: SpanKind.SERVER }, parent)
@@ -57,6 +58,8 @@ export function registerServerSpans(app: FastifyInstance, tracer: Tracer): void 
     // the child logger Fastify made for the request (and shares with its reply), not a new one.
     const { traceId, spanId } = span.spanContext()
     addLogBindings(request.log, { trace_id: traceId, span_id: spanId })
+    // A request whose connection closes before its answer is sent gets no onResponse.
+    reply.raw.once('close', () => endUnanswered(span, reply))
     sampledRequest.run(traced.context, done)
   })
 
@@ -70,7 +73,7 @@ export function registerServerSpans(app: FastifyInstance, tracer: Tracer): void 
 
   app.addHook('onResponse', (request, reply, done) => {
     const traced = request[kTraced]
-    if (traced) {
+    if (traced?.span.isRecording()) {
       const status = reply.statusCode
       traced.span.setAttribute('http.response.status_code', status)
       // A 5xx is the server's error; the error's message never goes into the span.
@@ -82,4 +85,21 @@ export function registerServerSpans(app: FastifyInstance, tracer: Tracer): void 
     }
     done()
   })
+}
+
+/**
+ * Ends the span of a request whose connection closed before its answer went out, so the trace
+ * named in its log lines is still exported. Either the server's request deadline closed it (the
+ * client got the 408 written at the HTTP edge, src/http/server-options.ts: a 4xx, so no error on
+ * a server span) or the client left (an upload cut short): no status reached it, an error.
+ */
+function endUnanswered(span: Span, reply: FastifyReply): void {
+  if (!span.isRecording() || reply.raw.writableFinished) return
+  if (timedOutByServer(reply.request.raw.socket)) {
+    span.setAttribute('http.response.status_code', 408)
+  } else {
+    span.setAttribute('error.type', 'client_aborted')
+    span.setStatus({ code: SpanStatusCode.ERROR })
+  }
+  span.end()
 }

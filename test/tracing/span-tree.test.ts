@@ -5,6 +5,7 @@
 import t, { type Test } from 'tap'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
+import { connect } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createTestDatabase } from '../helpers/database.js'
 import { startServer } from '../helpers/server-process.js'
@@ -25,6 +26,7 @@ interface Span {
   name: string
   kind: number
   startTimeUnixNano: string
+  status?: { code?: number }
   attributes: Record<string, unknown>
 }
 
@@ -80,6 +82,8 @@ t.test(
       OTEL_BSP_SCHEDULE_DELAY: '100',
       // A loaded CI machine can stall past the 50 ms default; the fallback has its own tests.
       REDIS_COMMAND_TIMEOUT_MS: '1000',
+      // Short enough for the stalled upload at the end; every other request arrives at once.
+      REQUEST_TIMEOUT_MS: '3000',
     })
     // Decisions go to Redis once the store has connected: a request no longer counts a fallback.
     const fallbacks = async () => {
@@ -249,6 +253,55 @@ t.test(
       mixed.filter((m) => !m.sampled).flatMap((m) => ofTrace(m.trace)),
       [],
       'the unsampled reads exported nothing',
+    )
+
+    // Sampled uploads that never finish: one whose client sends half its body and leaves, one
+    // whose client stalls until the server's request deadline closes it. No answer reaches either,
+    // so no onResponse runs; each span must still end and be exported, marked with why.
+    const cutShort = async (leave: boolean) => {
+      const trace = hex(16)
+      let answer = ''
+      await new Promise<void>((resolve, reject) => {
+        const socket = connect(Number(new URL(server.base).port), '127.0.0.1', () => {
+          socket.write(
+            `POST /api/v1/user HTTP/1.1\r\nhost: x\r\nx-api-key: ${apiKey}\r\ncontent-type: application/json\r\n` +
+              `idempotency-key: idem-${hex(8)}\r\ntraceparent: 00-${trace}-${hex(8)}-01\r\n` +
+              `content-length: 1000\r\n\r\n{"system_user_id":`,
+          )
+          if (leave) setTimeout(() => socket.destroy(), 300)
+        })
+        socket.on('data', (chunk) => (answer += chunk))
+        socket.on('error', reject)
+        socket.on('close', () => resolve())
+      })
+      for (let i = 0; i < 100 && !ofTrace(trace).some((s) => s.kind === 2); i++) await sleep(100)
+      return { trace, answer, span: ofTrace(trace).find((s) => s.kind === 2) }
+    }
+    const logLines = () =>
+      server
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l))
+    const left = await cutShort(true)
+    t.equal(left.answer, '', 'the client that left got no answer')
+    t.equal(left.span?.name, 'POST /api/v1/user', 'the span of an upload its client cut short is exported')
+    t.equal(left.span?.attributes['error.type'], 'client_aborted', 'error.type says why')
+    t.equal(left.span?.attributes['http.response.status_code'], undefined, 'no status code: none was delivered')
+    t.equal(left.span?.status?.code, 2, 'status ERROR')
+    t.ok(
+      logLines().find((l) => l.msg === 'client aborted' && l.trace_id === left.trace),
+      'its log line names the trace that was exported',
+    )
+
+    const stalled = await cutShort(false)
+    t.match(stalled.answer, /^HTTP\/1\.1 408 /, 'the stalled upload was answered 408 at the deadline')
+    t.equal(stalled.span?.name, 'POST /api/v1/user', 'the span of an upload stopped by the deadline is exported')
+    t.equal(stalled.span?.attributes['http.response.status_code'], 408, 'with the 408 its client got')
+    t.equal(stalled.span?.attributes['error.type'], undefined, 'a 4xx is not an error of a server span')
+    t.ok(
+      logLines().find((l) => l.msg === 'request timed out' && l.trace_id === stalled.trace),
+      'its log line names the trace that was exported',
     )
   },
 )
