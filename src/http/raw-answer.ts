@@ -22,12 +22,14 @@ export function rawErrorAnswer(key: ErrorKey): string {
 
 /**
  * Answers with the envelope whenever the socket can still take an answer (no response of its
- * own has started on it), then closes the connection.
+ * own has started on it), then closes the connection. True when the answer was written.
  */
-export function answerAndClose(socket: Socket, key: ErrorKey): void {
+export function answerAndClose(socket: Socket, key: ErrorKey): boolean {
   const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage
-  if (socket.writable && !inFlight?.headersSent) socket.end(rawErrorAnswer(key))
+  const answered = socket.writable && !inFlight?.headersSent
+  if (answered) socket.end(rawErrorAnswer(key))
   // A peer that reads nothing would keep the write, and the socket, pending: it gets a moment
   // to read the answer, then the socket goes regardless.
   setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref()
+  return answered
 }

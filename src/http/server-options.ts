@@ -2,7 +2,7 @@
 // reaches a route (parser errors, timeouts, undecodable URLs), each with the error envelope.
 import { createServer, type RequestListener, type Server } from 'node:http'
 import type { Socket } from 'node:net'
-import type { FastifyError, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import type { Config } from '../config.js'
 import { appError, type ErrorKey } from '../errors.js'
 import { answerAndClose } from './raw-answer.js'
@@ -29,7 +29,7 @@ const timedOut = new WeakSet<Socket>()
 export const timedOutByServer = (socket: Socket | null | undefined): boolean => socket != null && timedOut.has(socket)
 
 type ClientErrorHandler = (
-  this: { log: { info: (obj: object, msg: string) => void } },
+  this: Pick<FastifyInstance, 'countEdgeAnswer'> & { log: { info: (obj: object, msg: string) => void } },
   err: NodeJS.ErrnoException,
   socket: Socket,
 ) => void
@@ -41,7 +41,7 @@ const clientErrorHandler: ClientErrorHandler = function (err, socket) {
   const key = PARSER_ERRORS[err.code ?? ''] ?? 'MALFORMED_REQUEST'
   if (key === 'REQUEST_TIMEOUT') timedOut.add(socket)
   this.log.info({ code: err.code }, key === 'REQUEST_TIMEOUT' ? 'request timed out' : 'malformed request refused')
-  answerAndClose(socket, key)
+  if (answerAndClose(socket, key)) this.countEdgeAnswer(key)
 }
 
 /** Errors find-my-way raises while routing (undecodable URL): 400, the path never echoed. */

@@ -238,6 +238,45 @@ t.test(
   },
 )
 
+t.test('answers given at the edge and uploads their clients cut short are counted in /metrics', async (t) => {
+  const metrics = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body
+  const sample = (text: string, name: string, labels: string) =>
+    Number(
+      text
+        .split('\n')
+        .find((l) => l.startsWith(`${name}{${labels}} `))
+        ?.split(' ')[1] ?? 0,
+    )
+  const edge = {
+    408: 'status="408",code="COMMON_408",key="REQUEST_TIMEOUT"',
+    431: 'status="431",code="COMMON_431",key="REQUEST_HEADERS_TOO_LARGE"',
+    400: 'status="400",code="COMMON_400",key="MALFORMED_REQUEST"',
+  }
+  const abortedLabels = 'method="POST",path_template="/api/v1/user"'
+  const before = await metrics()
+
+  t.equal((await exchange('GET /live HTTP/1.1\r\nHost: x\r\nX-Slow: ')).status, 408)
+  t.equal((await exchange(`GET /live HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)).status, 431)
+  t.equal((await exchange('GARBAGE\r\n\r\n')).status, 400)
+  const upload =
+    'POST /api/v1/user HTTP/1.1\r\nHost: x\r\nX-API-Key: edge-key\r\nContent-Type: application/json\r\n' +
+    'Idempotency-Key: metrics-1\r\nContent-Length: 5000\r\n\r\n{"system_user_id":'
+  // An upload that stalls: the edge answers 408 at the deadline (an edge answer, not an abort).
+  t.equal((await exchange(upload)).status, 408)
+  // An upload whose client leaves: no answer at all.
+  const logged = lines.length
+  await exchange(upload, { afterConnect: (socket) => setTimeout(() => socket.resetAndDestroy(), 100) })
+  for (let i = 0; i < 50 && !lines.slice(logged).some((l) => l.msg === 'client aborted'); i++)
+    await new Promise((r) => setTimeout(r, 20))
+
+  const after = await metrics()
+  const delta = (name: string, labels: string) => sample(after, name, labels) - sample(before, name, labels)
+  t.equal(delta('http_errors_total', edge[408]), 2, 'both 408s written at the edge')
+  t.equal(delta('http_errors_total', edge[431]), 1, 'the 431')
+  t.equal(delta('http_errors_total', edge[400]), 1, 'the malformed request')
+  t.equal(delta('http_requests_aborted_total', abortedLabels), 1, 'the upload its client cut short, by route')
+})
+
 t.test('framework and parser refusals are logged below ERROR', async (t) => {
   t.notOk(
     lines.some((l) => (l.level as number) >= 50),

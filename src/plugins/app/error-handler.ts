@@ -103,7 +103,10 @@ export default fp(
           return sendError(reply, appError('UNSUPPORTED_MEDIA_TYPE'))
       }
       if (clientWentAway(request)) {
-        const why = timedOutByServer(request.raw.socket) ? 'request timed out' : 'client aborted'
+        const timedOut = timedOutByServer(request.raw.socket)
+        // The server's own 408 is counted where it was written, at the HTTP edge.
+        if (!timedOut) fastify.countAbortedRequest(request)
+        const why = timedOut ? 'request timed out' : 'client aborted'
         request.log.info({ code: typeof error.code === 'string' ? error.code : undefined }, why)
         return sendError(reply, appError('MALFORMED_REQUEST'))
       }

@@ -5,6 +5,7 @@ import fastifyMetrics from 'fastify-metrics'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Sql } from '../../db/client.js'
 import { projectRoot } from '../../paths.js'
+import { catalogueEntry, type ErrorKey } from '../../errors.js'
 import type { ObserveDbOperation } from '../../repositories/index.js'
 import { routeTemplate } from '../../route-template.js'
 import type { AnsweredError } from '../app/error-handler.js'
@@ -12,6 +13,10 @@ import type { AnsweredError } from '../app/error-handler.js'
 declare module 'fastify' {
   interface FastifyInstance {
     observeDbOperation: ObserveDbOperation
+    /** Counts an error answer written at the HTTP edge, where no route or onResponse runs. */
+    countEdgeAnswer(key: ErrorKey): void
+    /** Counts a routed request whose client left before its answer (its body cut short). */
+    countAbortedRequest(request: FastifyRequest): void
   }
 }
 
@@ -103,8 +108,8 @@ function keptSeries<Args extends unknown[], Series>(make: (...args: Args) => Ser
 /**
  * GET /metrics (Prometheus text): fastify-metrics serves the endpoint and the process metrics;
  * http_request_duration_seconds and http_requests_total by method, path_template (the route in
- * OpenAPI form) and status, db_operation_duration_seconds by operation, the error, replay,
- * conflict, 429 and load-shed counters, build info and the pool gauges are ours (each listed in
+ * OpenAPI form) and status, db_operation_duration_seconds by operation, the error, aborted,
+ * replay, conflict, 429 and load-shed counters, build info and the pool gauges are ours (each listed in
  * the README). The labelled series of each (method, route, status) are looked up once and kept,
  * so a request costs one Map lookup instead of label hashing in prom-client, and no extra
  * onRequest hook (Fastify times the reply).
@@ -133,6 +138,11 @@ export default fp(
       name: 'http_errors_total',
       help: 'Error answers by status and catalogued code and key (a 422 by its first item)',
       labelNames: ['status', 'code', 'key'],
+    })
+    const aborted = new client.Counter({
+      name: 'http_requests_aborted_total',
+      help: 'Requests whose client left before the answer (an upload cut short), by method and route template',
+      labelNames: ['method', 'path_template'],
     })
     const replays = new client.Counter({
       name: 'idempotency_replays_total',
@@ -202,6 +212,19 @@ export default fp(
       if (status === 429) rateLimitedSeries(template, template).inc()
       if (error?.key === LOAD_SHED) loadShedSeries(template, template).inc()
     }
+
+    // Answers that never reach onResponse: given at the HTTP edge (src/http/server-options.ts),
+    // or not given because the client left (src/plugins/app/error-handler.ts).
+    fastify.decorate('countEdgeAnswer', (key: ErrorKey) => {
+      const entry = catalogueEntry(key)
+      errorSeries(`${entry.status} ${entry.key}`, entry.status, entry).inc()
+    })
+    const abortedSeries = keptSeries((request: FastifyRequest) =>
+      aborted.labels({ method: request.method, path_template: routeTemplate(request) }),
+    )
+    fastify.decorate('countAbortedRequest', (request: FastifyRequest) =>
+      abortedSeries(`${request.method} ${request.routeOptions.url}`, request).inc(),
+    )
 
     const operationSeries = keptSeries((operation: string) => dbDuration.labels({ operation }))
     fastify.decorate('observeDbOperation', ((operation, seconds) =>
