@@ -19,16 +19,12 @@ import { addLogBindings } from '../library-types.js'
 import { routeTemplate } from '../route-template.js'
 import { sampledRequest } from './sampled-request.js'
 
-interface TracedRequest {
-  span: Span
-  context: Context
-}
-
+/** A sampled request's context (its span in it), entered again after the body is read. */
 const kTraced: unique symbol = Symbol('traced request')
 
 declare module 'fastify' {
   interface FastifyRequest {
-    [kTraced]: TracedRequest | null
+    [kTraced]: Context | null
   }
 }
 
@@ -52,50 +48,42 @@ export function registerServerSpans(app: FastifyInstance, tracer: Tracer): void 
     span.updateName(`${request.method} ${route}`)
     // url.path would carry identifiers (and the query string): the route template instead.
     span.setAttributes({ 'http.request.method': request.method, 'http.route': route, 'url.path': route })
-    const traced = { span, context: trace.setSpan(parent, span) }
-    request[kTraced] = traced
+    const context = trace.setSpan(parent, span)
+    request[kTraced] = context
     // Every log line of a sampled request names its trace and span: added to the bindings of
     // the child logger Fastify made for the request (and shares with its reply), not a new one.
     const { traceId, spanId } = span.spanContext()
     addLogBindings(request.log, { trace_id: traceId, span_id: spanId })
-    // A request whose connection closes before its answer is sent gets no onResponse.
-    reply.raw.once('close', () => endUnanswered(span, reply))
-    sampledRequest.run(traced.context, done)
+    // Ended when its response closes, answered or not (an unanswered request gets no onResponse).
+    reply.raw.once('close', () => endSpan(span, reply))
+    sampledRequest.run(context, done)
   })
 
   // The body is read in the connection's context, not the request's: a sampled request's
   // context is entered again before validation, the handler and its statements.
   app.addHook('preValidation', (request, _reply, done) => {
-    const traced = request[kTraced]
-    if (traced) return sampledRequest.run(traced.context, done)
-    done()
-  })
-
-  app.addHook('onResponse', (request, reply, done) => {
-    const traced = request[kTraced]
-    if (traced?.span.isRecording()) {
-      const status = reply.statusCode
-      traced.span.setAttribute('http.response.status_code', status)
-      // A 5xx is the server's error; the error's message never goes into the span.
-      if (status >= 500) {
-        traced.span.setAttribute('error.type', String(status))
-        traced.span.setStatus({ code: SpanStatusCode.ERROR })
-      }
-      traced.span.end()
-    }
+    const context = request[kTraced]
+    if (context) return sampledRequest.run(context, done)
     done()
   })
 }
 
 /**
- * Ends the span of a request whose connection closed before its answer went out, so the trace
- * named in its log lines is still exported. Either the server's request deadline closed it (the
- * client got the 408 written at the HTTP edge, src/http/server-options.ts: a 4xx, so no error on
- * a server span) or the client left (an upload cut short): no status reached it, an error.
+ * Ends a sampled request's span when its response closes. Answered: the status sent (a 5xx is
+ * the server's error; the error's message never goes into the span). Unanswered: either the
+ * request deadline stopped it (its client got the 408 the HTTP edge wrote,
+ * src/http/server-options.ts: a 4xx, no error on a server span) or its client left (an upload
+ * cut short): no status reached it, an error.
  */
-function endUnanswered(span: Span, reply: FastifyReply): void {
-  if (!span.isRecording() || reply.raw.writableFinished) return
-  if (timedOutByServer(reply.request.raw.socket)) {
+function endSpan(span: Span, reply: FastifyReply): void {
+  if (reply.raw.writableFinished) {
+    const status = reply.statusCode
+    span.setAttribute('http.response.status_code', status)
+    if (status >= 500) {
+      span.setAttribute('error.type', String(status))
+      span.setStatus({ code: SpanStatusCode.ERROR })
+    }
+  } else if (timedOutByServer(reply.request.raw.socket)) {
     span.setAttribute('http.response.status_code', 408)
   } else {
     span.setAttribute('error.type', 'client_aborted')
