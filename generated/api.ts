@@ -1147,7 +1147,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description A body was sent with a content type other than `application/json`, or with a `charset` other than `utf-8` (`COMMON_415`). */
+        /** @description A body was sent with a content type other than `application/json`, or with a `charset` other than `utf-8` (`COMMON_415` / `UNSUPPORTED_MEDIA_TYPE`), or with a `Content-Encoding` (`UNSUPPORTED_CONTENT_ENCODING`, refused before the body is read). */
         UnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1182,7 +1182,7 @@ export interface components {
                 "application/json": components["schemas"]["ValidationErrorResponse"];
             };
         };
-        /** @description The client exceeded its rate limit (`COMMON_429`). */
+        /** @description The client exceeded its rate limit (`COMMON_429` / `SECURITY_RATE_LIMIT_EXCEEDED`), has too many requests in progress at once (`SECURITY_CONCURRENT_REQUESTS_EXCEEDED`, `max_concurrent_requests`), or its request bodies in progress would take more than its bytes in flight (`SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED`, `max_body_bytes_in_flight`). The last two are answered before the body is read (the connection is closed); the client is its API key, or its address without a valid key. */
         TooManyRequests: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1250,7 +1250,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The request's headers and body did not arrive within `REQUEST_TIMEOUT_MS` (`COMMON_408`); the connection is closed after this answer. */
+        /** @description The request's headers and body did not arrive within `REQUEST_TIMEOUT_MS` (`COMMON_408` / `REQUEST_TIMEOUT`), or, past a short grace, its body arrived slower than the minimum upload rate (`REQUEST_BODY_TOO_SLOW`); the connection is closed after this answer. */
         RequestTimeout: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

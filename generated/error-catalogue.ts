@@ -80,6 +80,13 @@ export const errorCatalogue = [
     "message": "The request was not received in time."
   },
   {
+    "code": "COMMON_408",
+    "key": "REQUEST_BODY_TOO_SLOW",
+    "status": 408,
+    "source": "business",
+    "message": "The request body arrived slower than the minimum upload rate."
+  },
+  {
     "code": "COMMON_409",
     "key": "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD",
     "status": 409,
@@ -110,6 +117,13 @@ export const errorCatalogue = [
     "message": "Request bodies must be application/json."
   },
   {
+    "code": "COMMON_415",
+    "key": "UNSUPPORTED_CONTENT_ENCODING",
+    "status": 415,
+    "source": "business",
+    "message": "Request bodies must be sent without a Content-Encoding."
+  },
+  {
     "code": "COMMON_422",
     "key": "REQUEST_PARAMETER_INVALID",
     "status": 422,
@@ -123,6 +137,20 @@ export const errorCatalogue = [
     "status": 429,
     "source": "security",
     "message": "Rate limit exceeded; retry after the number of seconds in Retry-After."
+  },
+  {
+    "code": "COMMON_429",
+    "key": "SECURITY_CONCURRENT_REQUESTS_EXCEEDED",
+    "status": 429,
+    "source": "security",
+    "message": "Too many requests of this client are in progress; retry after the number of seconds in Retry-After."
+  },
+  {
+    "code": "COMMON_429",
+    "key": "SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED",
+    "status": 429,
+    "source": "security",
+    "message": "This client's request bodies in progress take too many bytes; retry after the number of seconds in Retry-After."
   },
   {
     "code": "COMMON_431",

@@ -26,6 +26,16 @@ export interface Config {
   bodyLimitBytes: number
   /** Bytes of request bodies in flight at once, across requests (0: no cap); see src/http/body-budget.ts. */
   bodyBytesInFlightMax: number
+  /** What one client (API key, or address without one) may hold at once; see src/http/client-holdings.ts. */
+  client: {
+    /** Requests in progress (CLIENT_MAX_CONCURRENT_REQUESTS); a key's max_concurrent_requests replaces it. */
+    maxConcurrentRequests: number
+    /** Request-body bytes in flight (CLIENT_MAX_BODY_BYTES_IN_FLIGHT); a key's max_body_bytes_in_flight replaces it. */
+    maxBodyBytesInFlight: number
+  }
+  /** A body slower than this after the grace is cut with 408 (0: no minimum); see src/http/upload-rate.ts. */
+  minUploadBytesPerSecond: number
+  minUploadGraceMs: number
   idempotencyTtlHours: number
   /** Days docs-search events are kept (TELEMETRY_RETENTION_DAYS); at least the longest KPI window. */
   telemetryRetentionDays: number
@@ -43,6 +53,8 @@ export interface Config {
     maxHeapUsedBytes: number
     maxRssBytes: number
     retryAfterSeconds: number
+    /** Best-effort traffic (telemetry ingest) sheds at this fraction of the thresholds. */
+    bestEffortFraction: number
   }
 }
 
@@ -125,6 +137,34 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `BODY_BYTES_IN_FLIGHT_MAX must be 0 or at least BODY_LIMIT_BYTES (${bodyLimitBytes}), got "${env.BODY_BYTES_IN_FLIGHT_MAX}"`,
     )
   }
+  // A client's share of the process-wide budget: at most half of it (one body at least), so one
+  // key never holds what every other partner needs.
+  const clientShareMax = Math.max(
+    bodyLimitBytes,
+    bodyBytesInFlightMax === 0 ? Number.MAX_SAFE_INTEGER : Math.floor(bodyBytesInFlightMax / 2),
+  )
+  const clientShareDefault = Math.max(
+    bodyLimitBytes,
+    bodyBytesInFlightMax === 0 ? 4 * bodyLimitBytes : Math.floor(bodyBytesInFlightMax / 8),
+  )
+  const clientShareRange = `from BODY_LIMIT_BYTES (${bodyLimitBytes}) to half of BODY_BYTES_IN_FLIGHT_MAX (${clientShareMax})`
+  const client = {
+    maxConcurrentRequests: integer(env, 'CLIENT_MAX_CONCURRENT_REQUESTS', 64, 1, 100_000),
+    maxBodyBytesInFlight: integer(
+      env,
+      'CLIENT_MAX_BODY_BYTES_IN_FLIGHT',
+      Math.min(clientShareDefault, clientShareMax),
+      bodyLimitBytes,
+      clientShareMax,
+    ),
+  }
+  for (const entry of apiKeyEntries) {
+    const bytes = entry.maxBodyBytesInFlight
+    if (bytes !== null && (bytes < bodyLimitBytes || bytes > clientShareMax))
+      throw new ConfigError(
+        `API_KEYS_FILE: id "${entry.id}": "max_body_bytes_in_flight" must be ${clientShareRange}, got ${bytes}`,
+      )
+  }
   const telemetryRetentionDays = integer(env, 'TELEMETRY_RETENTION_DAYS', 30, 1, 36_500)
   if (telemetryRetentionDays < LONGEST_KPI_WINDOW_DAYS) {
     throw new ConfigError(
@@ -148,6 +188,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimitBytes,
     // Thirty-two bodies of the largest size at once: a trickling flood pins no more than this.
     bodyBytesInFlightMax,
+    client,
+    // Apache's mod_reqtimeout takes 500 bytes/s after 20 s; a partner's 1 MiB at 1 KiB/s would
+    // take 17 minutes, so this cuts only uploads that are held open on purpose.
+    minUploadBytesPerSecond: integer(env, 'REQUEST_BODY_MIN_BYTES_PER_SECOND', 1024, 0, 1_073_741_824),
+    minUploadGraceMs: integer(env, 'REQUEST_BODY_GRACE_MS', 5000, 0, 600_000),
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 8760),
     telemetryRetentionDays,
     logLevel,
@@ -171,6 +216,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ),
       maxRssBytes: integer(env, 'LOAD_SHED_MAX_RSS_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
       retryAfterSeconds: integer(env, 'LOAD_SHED_RETRY_AFTER_SECONDS', 2, 1, 3600),
+      bestEffortFraction: fraction(env, 'LOAD_SHED_BEST_EFFORT_FRACTION', 0.5),
     },
   }
 }

@@ -14,6 +14,10 @@ export interface ApiKeyIdentity {
   readonly systems: ReadonlySet<string> | null
   /** null: the default limit */
   readonly rateLimit: RateLimitPolicy | null
+  /** null: the default (CLIENT_MAX_CONCURRENT_REQUESTS) */
+  readonly maxConcurrentRequests: number | null
+  /** null: the default (CLIENT_MAX_BODY_BYTES_IN_FLIGHT) */
+  readonly maxBodyBytesInFlight: number | null
 }
 
 interface Secret {
@@ -54,6 +58,8 @@ export function createApiKeyRegistry(
       scopes: null,
       systems: null,
       rateLimit: null,
+      maxConcurrentRequests: null,
+      maxBodyBytesInFlight: null,
     })
     add(digest.toString('hex'), { digest, identity, expiresAt: null }, `API_KEYS key ${identity.id}`)
   }
@@ -66,6 +72,8 @@ export function createApiKeyRegistry(
         scopes: new Set(entry.scopes),
         systems: entry.systems && new Set(entry.systems),
         rateLimit: entry.rateLimit,
+        maxConcurrentRequests: entry.maxConcurrentRequests,
+        maxBodyBytesInFlight: entry.maxBodyBytesInFlight,
       })
       identities.set(entry.id, identity)
     }

@@ -18,6 +18,10 @@ export interface KeyFileEntry {
   /** null: every system; else lower-cased system_uuids */
   systems: string[] | null
   rateLimit: RateLimitPolicy | null
+  /** requests of this key in progress at once; null: CLIENT_MAX_CONCURRENT_REQUESTS */
+  maxConcurrentRequests: number | null
+  /** request-body bytes this key may hold in flight; null: CLIENT_MAX_BODY_BYTES_IN_FLIGHT */
+  maxBodyBytesInFlight: number | null
   /** epoch ms; null: never expires */
   expiresAt: number | null
 }
@@ -36,7 +40,16 @@ export const KNOWN_SCOPES: ReadonlySet<string> = new Set(
 export const EXPLICIT_ONLY_SCOPES: ReadonlySet<string> = new Set(['telemetry:erase'])
 const DEFAULT_SCOPES = [...KNOWN_SCOPES].filter((s) => !EXPLICIT_ONLY_SCOPES.has(s)).sort()
 
-const FIELDS = new Set(['id', 'secret_sha256', 'scopes', 'systems', 'rate_limit', 'expires_at'])
+const FIELDS = new Set([
+  'id',
+  'secret_sha256',
+  'scopes',
+  'systems',
+  'rate_limit',
+  'max_concurrent_requests',
+  'max_body_bytes_in_flight',
+  'expires_at',
+])
 const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 /** Ids of this form belong to API_KEYS secrets (`key-` + 12 hex of their SHA-256). */
 export const LEGACY_ID = /^key-[0-9a-f]{12}$/i
@@ -110,6 +123,16 @@ function parseEntry(raw: unknown, index: number): KeyFileEntry {
       windowMs: positiveInteger(r.window_ms, where, 'rate_limit.window_ms', 86_400_000),
     }
   }
+  // Same names as the columns of the keys table; whether a value fits the process-wide budget
+  // is checked against the configuration (src/config.ts).
+  const maxConcurrentRequests =
+    e.max_concurrent_requests === undefined
+      ? null
+      : positiveInteger(e.max_concurrent_requests, where, 'max_concurrent_requests', 100_000)
+  const maxBodyBytesInFlight =
+    e.max_body_bytes_in_flight === undefined
+      ? null
+      : positiveInteger(e.max_body_bytes_in_flight, where, 'max_body_bytes_in_flight', Number.MAX_SAFE_INTEGER)
   let expiresAt: number | null = null
   if (e.expires_at !== undefined) {
     const at = typeof e.expires_at === 'string' && DATE_TIME.test(e.expires_at) ? Date.parse(e.expires_at) : Number.NaN
@@ -125,9 +148,20 @@ function parseEntry(raw: unknown, index: number): KeyFileEntry {
     scopes: [...new Set(scopes)].sort(),
     systems: systems && [...new Set(systems)].sort(),
     rateLimit,
+    maxConcurrentRequests,
+    maxBodyBytesInFlight,
     expiresAt,
   }
 }
+
+/** The fields a rotation must keep, with their names in the file. */
+const LABELS = [
+  ['scopes', 'scopes'],
+  ['systems', 'systems'],
+  ['rateLimit', 'rate_limit'],
+  ['maxConcurrentRequests', 'max_concurrent_requests'],
+  ['maxBodyBytesInFlight', 'max_body_bytes_in_flight'],
+] as const
 
 /** Parses and checks the file's text; `name` is how the line names the file. */
 export function parseKeyFile(text: string, name = 'API_KEYS_FILE'): KeyFileEntry[] {
@@ -155,9 +189,8 @@ export function parseKeyFile(text: string, name = 'API_KEYS_FILE'): KeyFileEntry
     // A rotation keeps one identity: both secrets must grant exactly the same.
     const first = firstOfId.get(entry.id)
     if (first) {
-      for (const field of ['scopes', 'systems', 'rateLimit'] as const) {
+      for (const [field, label] of LABELS) {
         if (!isDeepStrictEqual(first.entry[field], entry[field])) {
-          const label = field === 'rateLimit' ? 'rate_limit' : field
           throw new KeyFileError(
             `${where}: "${label}" differs from entry ${first.index} with the same id (a rotation must grant the same)`,
           )

@@ -4,17 +4,21 @@
 // reservation is given back when the answer is done or the connection closes. Past the budget
 // the request is refused before its body is buffered, so clients that send half a body and
 // stall cannot pin more memory than the budget between them, however many sockets they open.
+// Each client's own share (src/http/client-holdings.ts) is checked first, so one client cannot
+// fill the budget for the others.
 import type { IncomingMessage, ServerResponse } from 'node:http'
 
 export interface BodyBudget {
-  /** Reserves the request's body bytes until `response` closes; false when they do not fit. */
-  reserve(request: IncomingMessage, response: ServerResponse): boolean
+  /** Whether `bytes` more fit in the process-wide budget. */
+  fits(bytes: number): boolean
+  /** Reserves `bytes` until `response` closes; false when they do not fit. */
+  reserve(bytes: number, response: ServerResponse): boolean
   /** Bytes reserved now (for /metrics). */
   readonly inFlight: number
 }
 
 /** What a request's body may take: 0 without a body. */
-function declaredBodyBytes(request: IncomingMessage, bodyLimit: number): number {
+export function declaredBodyBytes(request: IncomingMessage, bodyLimit: number): number {
   const length = request.headers['content-length']
   if (length !== undefined) {
     const bytes = Number(length)
@@ -25,17 +29,16 @@ function declaredBodyBytes(request: IncomingMessage, bodyLimit: number): number 
 }
 
 /** maxBytes 0: no budget (every request fits). */
-export function createBodyBudget(maxBytes: number, bodyLimit: number): BodyBudget {
+export function createBodyBudget(maxBytes: number): BodyBudget {
   let inFlight = 0
+  const fits = (bytes: number) => maxBytes === 0 || inFlight + bytes <= maxBytes
   return {
     get inFlight() {
       return inFlight
     },
-    reserve(request, response) {
-      if (maxBytes === 0) return true
-      const bytes = declaredBodyBytes(request, bodyLimit)
-      if (bytes === 0) return true
-      if (inFlight + bytes > maxBytes) return false
+    fits,
+    reserve(bytes, response) {
+      if (!fits(bytes)) return false
       inFlight += bytes
       response.once('close', () => {
         inFlight -= bytes

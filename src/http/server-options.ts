@@ -25,6 +25,11 @@ const PARSER_ERRORS: Record<string, ErrorKey> = {
 // fails as if its client had gone, and is logged as the timeout it is (error handler).
 const timedOut = new WeakSet<Socket>()
 
+/** The server closes this socket for a deadline of its own (REQUEST_TIMEOUT_MS, the minimum upload rate). */
+export const markTimedOutByServer = (socket: Socket): void => {
+  timedOut.add(socket)
+}
+
 /** True when the server itself closed this socket for its request deadline. */
 export const timedOutByServer = (socket: Socket | null | undefined): boolean => socket != null && timedOut.has(socket)
 

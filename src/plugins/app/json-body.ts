@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import { oversizeTopLevelArray } from '../../validation/array-prescan.js'
+import { oversizeFreeFormValue } from '../../validation/free-form-prescan.js'
 import { INPUT_RULE_SCHEMA_PATH, unacceptableNumber, unacceptableString } from '../../validation/input-rules.js'
 
 // Arbitrarily deep documents do not survive recursive serializers (refused at parse time as a
@@ -145,7 +146,9 @@ export default fp(
       } catch {
         return done(malformed('is not valid UTF-8'), undefined)
       }
-      const oversize = oversizeTopLevelArray(request.method, request.routeOptions.url ?? '', text)
+      const url = request.routeOptions.url ?? ''
+      const oversize =
+        oversizeTopLevelArray(request.method, url, text) ?? oversizeFreeFormValue(request.method, url, text)
       if (oversize) {
         return done(
           Object.assign(new Error('body validation failed'), {

@@ -1,63 +1,141 @@
 import fp from 'fastify-plugin'
-import type { onRequestHookHandler, preHandlerHookHandler, RouteOptions } from 'fastify'
+import type { FastifyRequest, onRequestHookHandler, preHandlerHookHandler, RouteOptions } from 'fastify'
 import { operations, type OperationId, type OperationInfo } from '../../../generated/operations.js'
 import { appError } from '../../errors.js'
 import { requireScope } from '../../auth/scope.js'
 import { checkSystems } from '../../auth/systems.js'
 import { IDEMPOTENCY_KEY_HEADER, requireIdempotencyKey } from '../../idempotency/key.js'
 import { createRouteValidatorCompiler } from '../../validation/validator-compiler.js'
+import { declaredBodyBytes } from '../../http/body-budget.js'
+import { answerAndClose } from '../../http/raw-answer.js'
+import { markTimedOutByServer } from '../../http/server-options.js'
+import { addressClient } from '../external/rate-limit.js'
 
 /**
  * The order of checks on a request, for every operation of the contract, in one place.
  *
  *   onRequest (before the body is read), on operations behind a security requirement
- *     1. rate limit            429 COMMON_429
- *     2. load shedding         503 COMMON_503   (after 1, so that the answer carries the limit headers)
- *     3. API key               401 COMMON_401
- *     4. scope                 403 COMMON_403   the operation's scope, from its security requirement
- *     5. body budget           503 COMMON_503   operations with a body: its bytes reserved before it
- *                                               is read (BODY_BYTES_IN_FLIGHT_MAX, src/http/body-budget.ts)
+ *     1. rate limit            429 COMMON_429   requests per window, per client
+ *     2. concurrent requests   429 COMMON_429   SECURITY_CONCURRENT_REQUESTS_EXCEEDED: the client's
+ *                                               requests in progress (CLIENT_MAX_CONCURRENT_REQUESTS, a
+ *                                               key's max_concurrent_requests; src/http/client-holdings.ts)
+ *     3. load shedding         503 COMMON_503   by traffic class, see below (after 1 and 2, so that the
+ *                                               answer carries the limit headers)
+ *     4. API key               401 COMMON_401
+ *     5. scope                 403 COMMON_403   the operation's scope, from its security requirement
+ *   operations with a body:
+ *     6. content encoding      415 COMMON_415   UNSUPPORTED_CONTENT_ENCODING: any Content-Encoding but identity
+ *     7. client's body bytes   429 COMMON_429   SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED: its bodies in flight
+ *                                               (CLIENT_MAX_BODY_BYTES_IN_FLIGHT, a key's max_body_bytes_in_flight)
+ *     8. process body budget   503 COMMON_503   all bodies in flight (BODY_BYTES_IN_FLIGHT_MAX, src/http/body-budget.ts)
  *   Fastify reads and parses the body
- *     6. body size             413 COMMON_413
- *     7. content type          415 COMMON_415
+ *     9. upload rate           408 COMMON_408   REQUEST_BODY_TOO_SLOW: past REQUEST_BODY_GRACE_MS, slower than
+ *                                               REQUEST_BODY_MIN_BYTES_PER_SECOND (src/http/upload-rate.ts)
+ *    10. body size             413 COMMON_413
+ *    11. content type          415 COMMON_415
+ *    12. free-form values      422              size, depth and array caps counted on the text before it is
+ *                                               parsed (src/validation/array-prescan.ts, free-form-prescan.ts)
  *   Fastify validates with the operation's generated validators
- *     8. path, query, headers, body   422
+ *    13. path, query, headers, body   422
  *   preHandler
- *     9. systems               403 COMMON_403   operations whose request names a system_uuid
- *    10. Idempotency-Key       400 COMMON_400   operations that declare the header
+ *    14. systems               403 COMMON_403   operations whose request names a system_uuid
+ *    15. Idempotency-Key       400 COMMON_400   operations that declare the header
  *   handler (handlers/, through src/idempotency)
- *    11. replay or 409, then business rules
+ *    16. replay or 409, then business rules
+ *
+ * The client is the request's API key (its id), or its address when it carries no valid key.
+ * Whatever it holds (a request in progress, reserved body bytes) is given back when the
+ * response closes: answered, aborted by the client, or cut by a timeout.
+ *
+ * Traffic classes, for load shedding (stage 3), in the order they shed:
+ *   best-effort  operations that need only `telemetry:ingest` (docs-search events): shed from
+ *                LOAD_SHED_BEST_EFFORT_FRACTION of a load-shedding threshold (default half)
+ *   partner      every other operation behind a security requirement (partners' reads and
+ *                writes): shed past a threshold
+ *   probe        operations without a security requirement (/live, /ready): never shed
  *
  * Which stages an operation gets comes from generated/operations.ts, i.e. from the spec:
- * its `security` requirement and its parameters. Routes that are not operations of the spec
- * (/docs assets) get none.
+ * its `security` requirement and scopes, its parameters and body. Routes that are not
+ * operations of the spec (/docs assets) get none.
  */
 export interface OperationStages {
   onRequest: onRequestHookHandler[]
   preHandler: preHandlerHookHandler[]
 }
 
+export type TrafficClass = 'best-effort' | 'partner' | 'probe'
+
+/** The class of an operation (see above): a rule on its security requirement and scopes. */
+export function trafficClassOf(op: Pick<OperationInfo, 'public' | 'scopes'>): TrafficClass {
+  if (op.public) return 'probe'
+  return op.scopes.length > 0 && op.scopes.every((scope) => scope === 'telemetry:ingest') ? 'best-effort' : 'partner'
+}
+
+/** Seconds a client held back for what it holds waits: its requests end within about that. */
+const HOLDINGS_RETRY_AFTER = { 'retry-after': '1' }
+
 export default fp(
   async (fastify) => {
+    const { config } = fastify
     const rateLimit = fastify.rateLimitHook
+    const holdings = fastify.clientHoldings
+    const budget = fastify.bodyBudget
     // Callback hooks: no promise per request.
     const overloaded = () =>
-      appError('SERVICE_OVERLOADED', { 'retry-after': String(fastify.config.loadShed.retryAfterSeconds) })
-    const shedLoad: onRequestHookHandler = (_request, _reply, done) => {
-      done(fastify.overloaded() ? overloaded() : undefined)
+      appError('SERVICE_OVERLOADED', { 'retry-after': String(config.loadShed.retryAfterSeconds) })
+    const clientOf = (request: FastifyRequest) => request.apiKeyId ?? addressClient(request)
+    const limitConcurrency: onRequestHookHandler = (request, reply, done) => {
+      const max = request.apiKey?.maxConcurrentRequests ?? config.client.maxConcurrentRequests
+      if (holdings.enter(clientOf(request), max, reply.raw)) return done()
+      fastify.countRefusal('concurrent_requests', request.apiKeyId)
+      done(appError('SECURITY_CONCURRENT_REQUESTS_EXCEEDED', HOLDINGS_RETRY_AFTER))
     }
+    const shedder =
+      (isShed: () => boolean): onRequestHookHandler =>
+      (request, _reply, done) => {
+        if (!isShed()) return done()
+        fastify.countRefusal('load_shed', request.apiKeyId)
+        done(overloaded())
+      }
+    const shedPartner = shedder(() => fastify.overloaded())
+    const shedBestEffort = shedder(() => fastify.strained())
     const requireApiKey: onRequestHookHandler = (request, _reply, done) => {
       done(request.apiKeyId === null ? appError('SECURITY_AUTH_REQUIRED') : undefined)
     }
     // After the key check: a caller without a key is refused unread and reserves nothing.
     const reserveBody: onRequestHookHandler = (request, reply, done) => {
-      done(fastify.bodyBudget.reserve(request.raw, reply.raw) ? undefined : overloaded())
+      const encoding = request.headers['content-encoding']
+      if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity')
+        return done(appError('UNSUPPORTED_CONTENT_ENCODING'))
+      const bytes = declaredBodyBytes(request.raw, config.bodyLimitBytes)
+      if (bytes === 0) return done()
+      // The process-wide budget is looked at first, so that a client is not held for bytes it
+      // would then not get; both are taken together (nothing awaits in between).
+      if (!budget.fits(bytes)) {
+        fastify.countRefusal('process_body_bytes_in_flight', request.apiKeyId)
+        return done(overloaded())
+      }
+      const max = request.apiKey?.maxBodyBytesInFlight ?? config.client.maxBodyBytesInFlight
+      if (!holdings.holdBody(clientOf(request), bytes, max, reply.raw)) {
+        fastify.countRefusal('body_bytes_in_flight', request.apiKeyId)
+        return done(appError('SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED', HOLDINGS_RETRY_AFTER))
+      }
+      budget.reserve(bytes, reply.raw)
+      const keyId = request.apiKeyId
+      fastify.uploadRate.watch(request.raw, (socket) => {
+        markTimedOutByServer(socket)
+        fastify.countRefusal('min_upload_rate', keyId)
+        request.log.info({ code: 'COMMON_408' }, 'request body too slow')
+        if (answerAndClose(socket, 'REQUEST_BODY_TOO_SLOW')) fastify.countEdgeAnswer('REQUEST_BODY_TOO_SLOW')
+      })
+      done()
     }
 
     function stagesFor(op: OperationInfo): OperationStages {
       const onRequest: onRequestHookHandler[] = []
       const preHandler: preHandlerHookHandler[] = []
-      if (!op.public) onRequest.push(rateLimit, shedLoad, requireApiKey, requireScope(op.scopes))
+      const shedLoad = trafficClassOf(op) === 'best-effort' ? shedBestEffort : shedPartner
+      if (!op.public) onRequest.push(rateLimit, limitConcurrency, shedLoad, requireApiKey, requireScope(op.scopes))
       if (!op.public && op.bodySchema !== null) onRequest.push(reserveBody)
       if (!op.public && op.systemUuidIn.length > 0) preHandler.push(checkSystems(op.systemUuidIn))
       if (op.idempotent) preHandler.push(requireIdempotencyKey)

@@ -5,6 +5,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** True while the process is past a load-shedding threshold. */
     overloaded(): boolean
+    /** True while the process is past LOAD_SHED_BEST_EFFORT_FRACTION of a threshold: best-effort traffic sheds. */
+    strained(): boolean
   }
 }
 
@@ -18,8 +20,9 @@ const SETTLE_SAMPLES = 2
 
 /**
  * Measures whether the process is overloaded (event-loop delay or utilisation, heap, RSS past
- * the configured thresholds; @fastify/under-pressure) and exposes `fastify.overloaded()`. It
- * answers nothing itself: the request pipeline decides which operations shed load (business
+ * the configured thresholds; @fastify/under-pressure) and exposes `fastify.overloaded()`, and
+ * `fastify.strained()` for a fraction of the same thresholds (best-effort traffic sheds first).
+ * It answers nothing itself: the request pipeline decides which operations shed load (business
  * routes answer 503), /ready reports it, and /live keeps answering.
  */
 export default fp(
@@ -39,6 +42,26 @@ export default fp(
       settledAt = performance.now() + SETTLE_SAMPLES * SAMPLE_INTERVAL_MS
     })
     fastify.decorate('overloaded', () => performance.now() >= settledAt && fastify.isUnderPressure())
+
+    // The largest measure / threshold ratio, taken once per sample (a request reads a boolean).
+    const fractionOf = limits.bestEffortFraction
+    let strained = false
+    const sample = () => {
+      const used = fastify.memoryUsage()
+      const ratio = Math.max(
+        limits.maxEventLoopDelayMs > 0 ? used.eventLoopDelay / limits.maxEventLoopDelayMs : 0,
+        limits.maxEventLoopUtilization > 0 ? used.eventLoopUtilized / limits.maxEventLoopUtilization : 0,
+        limits.maxHeapUsedBytes > 0 ? used.heapUsed / limits.maxHeapUsedBytes : 0,
+        limits.maxRssBytes > 0 ? used.rssBytes / limits.maxRssBytes : 0,
+      )
+      strained = ratio >= fractionOf
+    }
+    const sampler = setInterval(sample, SAMPLE_INTERVAL_MS).unref()
+    fastify.addHook('onClose', (_instance, done) => {
+      clearInterval(sampler)
+      done()
+    })
+    fastify.decorate('strained', () => performance.now() >= settledAt && (strained || fastify.isUnderPressure()))
   },
   { name: 'load-shedding', dependencies: ['config'] },
 )

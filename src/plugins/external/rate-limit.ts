@@ -27,7 +27,7 @@ export interface RateLimitQuota {
  * no trustProxy).
  */
 const addressClients = new WeakMap<object, string>()
-function addressClient(request: FastifyRequest): string {
+export function addressClient(request: FastifyRequest): string {
   const socket = request.raw.socket
   let client = addressClients.get(socket)
   if (client === undefined) {

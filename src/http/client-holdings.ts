@@ -1,0 +1,67 @@
+// What each client holds at once: requests in progress and request-body bytes in flight. The
+// client is the API key's id, or the address for a request without a valid key (the rate
+// limiter's client). One Map entry per client that holds something, plain counters, and one
+// 'close' listener per holding: every ending of a request (answered, aborted by its client,
+// cut by a timeout) closes its response, and gives back what it held.
+import type { ServerResponse } from 'node:http'
+
+interface Holding {
+  requests: number
+  bodyBytes: number
+}
+
+export interface ClientHoldings {
+  /** Counts a request of `client` until `response` closes; false (nothing counted) when it has `max` already. */
+  enter(client: string, max: number, response: ServerResponse): boolean
+  /** Holds `bytes` of body for `client` until `response` closes; false (nothing held) past `max`. */
+  holdBody(client: string, bytes: number, max: number, response: ServerResponse): boolean
+  /** Clients holding anything now. */
+  readonly clients: number
+}
+
+export function createClientHoldings(): ClientHoldings {
+  const holdings = new Map<string, Holding>()
+  const holdingOf = (client: string): Holding => {
+    let holding = holdings.get(client)
+    if (holding === undefined) {
+      holding = { requests: 0, bodyBytes: 0 }
+      holdings.set(client, holding)
+    }
+    return holding
+  }
+  // Entries go when they hold nothing: addresses without a key are many and short-lived.
+  const forgetIfEmpty = (client: string, holding: Holding) => {
+    if (holding.requests === 0 && holding.bodyBytes === 0) holdings.delete(client)
+  }
+  return {
+    get clients() {
+      return holdings.size
+    },
+    enter(client, max, response) {
+      const holding = holdingOf(client)
+      if (holding.requests >= max) {
+        forgetIfEmpty(client, holding)
+        return false
+      }
+      holding.requests++
+      response.once('close', () => {
+        holding.requests--
+        forgetIfEmpty(client, holding)
+      })
+      return true
+    },
+    holdBody(client, bytes, max, response) {
+      const holding = holdingOf(client)
+      if (holding.bodyBytes + bytes > max) {
+        forgetIfEmpty(client, holding)
+        return false
+      }
+      holding.bodyBytes += bytes
+      response.once('close', () => {
+        holding.bodyBytes -= bytes
+        forgetIfEmpty(client, holding)
+      })
+      return true
+    },
+  }
+}
