@@ -11,6 +11,8 @@ export interface TestKey {
   scopes?: string[]
   systems?: string[]
   rate_limit?: { max: number; window_ms: number }
+  max_concurrent_requests?: number
+  max_body_bytes_in_flight?: number
   expires_at?: string
 }
 

@@ -1,6 +1,8 @@
 // The cap on request-body bytes in flight (BODY_BYTES_IN_FLIGHT_MAX) over a real socket: bodies
 // that stall hold their reservation, a body past the budget is refused 503 before it is read,
-// and every way a request ends (answered, aborted, timed out) gives its bytes back.
+// and every way a request ends (answered, aborted, timed out) gives its bytes back. Each key
+// holds at most its own share (test/platform/client-fairness.test.ts), so the budget is filled
+// here by several keys.
 import t from 'tap'
 import { connect, type Socket } from 'node:net'
 import { randomUUID } from 'node:crypto'
@@ -14,7 +16,7 @@ const BUDGET = 2 * BODY_LIMIT
 const REQUEST_TIMEOUT_MS = 1500
 const db = await createTestDatabase(t)
 const config = loadConfig({
-  API_KEYS: 'budget-key',
+  API_KEYS: 'budget-key,budget-key-2,budget-key-3',
   LOG_LEVEL: 'silent',
   BODY_LIMIT_BYTES: String(BODY_LIMIT),
   BODY_BYTES_IN_FLIGHT_MAX: String(BUDGET),
@@ -28,6 +30,8 @@ t.teardown(() => app.close())
 const { port } = app.server.address() as { port: number }
 
 const KEY = 'X-API-Key: budget-key\r\n'
+const KEY2 = 'X-API-Key: budget-key-2\r\n'
+const KEY3 = 'X-API-Key: budget-key-3\r\n'
 const head = (declared: string, key = KEY) =>
   `POST /api/v1/user HTTP/1.1\r\nHost: x\r\n${key}Content-Type: application/json\r\nIdempotency-Key: ${randomUUID()}\r\n${declared}\r\n`
 
@@ -83,7 +87,7 @@ t.test(
     t.equal(await inFlight(), 0, 'nothing reserved at rest')
     const stalled = [
       stall(`Content-Length: ${BODY_LIMIT}\r\n`, '{"a":'),
-      stall(`Content-Length: ${BODY_LIMIT}\r\n`, '{"a":'),
+      stall(`Content-Length: ${BODY_LIMIT}\r\n`, '{"a":', KEY2),
     ]
     t.equal(await inFlightSettled(BUDGET), BUDGET, 'two stalled bodies reserve their declared lengths')
 
@@ -128,9 +132,9 @@ t.test('answered requests give their bytes back: many bodies in a row all fit', 
 
 t.test('a chunked body reserves the whole body limit', async (t) => {
   const first = stall('Transfer-Encoding: chunked\r\n', '5\r\n{"a":\r\n')
-  const second = stall('Transfer-Encoding: chunked\r\n', '5\r\n{"a":\r\n')
+  const second = stall('Transfer-Encoding: chunked\r\n', '5\r\n{"a":\r\n', KEY2)
   t.equal(await inFlightSettled(BUDGET), BUDGET)
-  const third = stall('Content-Length: 10\r\n', '{"a":')
+  const third = stall('Content-Length: 10\r\n', '{"a":', KEY3)
   t.equal(await third.answered, 503, 'even a short body does not fit in a full budget')
   first.socket.destroy()
   second.socket.destroy()
