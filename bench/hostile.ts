@@ -4,13 +4,20 @@
 //   2. stalled uploads: sockets that announce 1 MiB, send half and stall (peak RSS, time to close, RSS after)
 //   3. address flood: requests without a key from distinct 127.0.0.0/8 addresses (RSS, a key's window)
 //   4. overload: about 4x the measured capacity for a while (share of 503, p99 accepted, recovery)
+//   5. one partner against another: while a second partner writes and reads steadily, a key that
+//      holds `telemetry:ingest` alone runs 40 slow uploads (1 MiB announced, a byte every 2 s),
+//      then 8 clients posting ~1 MiB bodies whose `payload` has 90,000 keys (the partner's
+//      non-2xx and p99 against its p99 alone, /live's p99, the attacker's statuses)
 // BENCH_HOSTILE_PARTS (e.g. "1,3"), BENCH_STALLED (2000), BENCH_ADDRESSES (100000),
 // BENCH_OVERLOAD_SECONDS (30), BENCH_REQUEST_TIMEOUT_MS (the server's REQUEST_TIMEOUT_MS, 10000 here).
 import autocannon from 'autocannon'
 import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import net from 'node:net'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import os from 'node:os'
+import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
 import { migrate } from '../src/db/migrate.js'
@@ -24,6 +31,9 @@ const ADDRESSES = Number(process.env.BENCH_ADDRESSES ?? 100_000)
 const OVERLOAD_SECONDS = Number(process.env.BENCH_OVERLOAD_SECONDS ?? 30)
 const REQUEST_TIMEOUT_MS = Number(process.env.BENCH_REQUEST_TIMEOUT_MS ?? 10_000)
 const KEY_WINDOW_MAX = 10_000_000
+const FAIR_SECONDS = Number(process.env.BENCH_FAIR_SECONDS ?? 15)
+const ATTACKER_KEY = 'ssk_bench_attacker'
+const PARTNER_KEY = 'ssk_bench_partner'
 
 const rows: [string, string, string][] = []
 const report = (measure: string, value: string, target = '') => {
@@ -46,9 +56,27 @@ const sql = postgres(dbUrl, { max: 1, onnotice: () => {} })
 await migrate(sql as never)
 await sql.end()
 const port = await freePort()
+// Parts 1 to 4 measure the process-wide protections with one key, so that key may hold as much
+// as a key can (half the body budget, unbounded requests in progress); part 5's two partners
+// have the defaults, the attacker only `telemetry:ingest` (the kind a web page ships).
+const keyDir = mkdtempSync(path.join(os.tmpdir(), 'bench-keys-'))
+const sha256 = (secret: string) => createHash('sha256').update(secret).digest('hex')
+writeFileSync(
+  path.join(keyDir, 'keys.json'),
+  JSON.stringify([
+    {
+      id: 'bench',
+      secret_sha256: sha256(API_KEY),
+      max_concurrent_requests: 100_000,
+      max_body_bytes_in_flight: 16 * 1_048_576,
+    },
+    { id: 'attacker', secret_sha256: sha256(ATTACKER_KEY), scopes: ['telemetry:ingest'] },
+    { id: 'partner', secret_sha256: sha256(PARTNER_KEY) },
+  ]),
+)
 const server = await startServer('service', [...benchNodeOptions(), 'dist/src/server.js'], port, {
   DATABASE_URL: dbUrl,
-  API_KEYS: API_KEY,
+  API_KEYS_FILE: path.join(keyDir, 'keys.json'),
   RATE_LIMIT_MAX: String(KEY_WINDOW_MAX),
   // An hour: the key's window must not slide during the bench, so any change in it is the flood's.
   RATE_LIMIT_WINDOW_MS: '3600000',
@@ -295,6 +323,159 @@ if (parts.has('4')) {
     recoveredAt ? `${((recoveredAt - end) / 1000).toFixed(2)} s` : 'not within 30 s',
     '< 2 s',
   )
+}
+
+// ---- 5. One partner against another --------------------------------------------------------
+if (parts.has('5')) {
+  interface Partner {
+    statuses: Map<number, number>
+    latencies: number[]
+  }
+  const partnerAgent = new http.Agent({ keepAlive: true, maxSockets: 2 })
+  const call = (method: string, url: string, body?: string, key = PARTNER_KEY, agent: http.Agent = partnerAgent) =>
+    new Promise<{ status: number; ms: number }>((resolve) => {
+      const start = performance.now()
+      const headers: Record<string, string | number> = { 'x-api-key': key }
+      if (body !== undefined) {
+        headers['content-type'] = 'application/json'
+        headers['content-length'] = Buffer.byteLength(body)
+        headers['idempotency-key'] = randomBytes(8).toString('hex')
+      }
+      const req = http.request(`${base}${url}`, { method, headers, agent }, (res) => {
+        res.resume()
+        res.on('end', () => resolve({ status: res.statusCode!, ms: performance.now() - start }))
+      })
+      req.on('error', () => resolve({ status: 0, ms: performance.now() - start }))
+      req.end(body)
+    })
+  /** Two loops of user create, user read and, every fifth round, a telemetry event, until `done`. */
+  const steadyPartner = async (done: Promise<unknown>): Promise<Partner> => {
+    const partner: Partner = { statuses: new Map(), latencies: [] }
+    let finished = false
+    done.finally(() => (finished = true))
+    const record = ({ status, ms }: { status: number; ms: number }) => {
+      partner.statuses.set(status, (partner.statuses.get(status) ?? 0) + 1)
+      partner.latencies.push(ms)
+    }
+    const loop = async (lane: number) => {
+      for (let round = 0; !finished; round++) {
+        const owner = {
+          system_uuid: '3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10',
+          system_user_id: `p${lane}-${round}-${randomBytes(3).toString('hex')}`,
+        }
+        record(await call('POST', '/api/v1/user', JSON.stringify({ ...owner, full_name: 'Steady', timezone: 'UTC' })))
+        record(await call('GET', `/api/v1/user/${owner.system_uuid}/${owner.system_user_id}`))
+        if (round % 5 === 0)
+          record(
+            await call(
+              'POST',
+              '/api/v1/telemetry/docs-search',
+              JSON.stringify({ event: 'search_query', emitted_at_ms: Date.now(), query_text: 'steady' }),
+            ),
+          )
+        await sleep(20)
+      }
+    }
+    await Promise.all([loop(0), loop(1)])
+    return partner
+  }
+  const count = (map: Map<number | string, number>, status: number | string) =>
+    map.set(status, (map.get(status) ?? 0) + 1)
+  const show = (map: Map<number | string, number>) =>
+    [...map]
+      .sort()
+      .map(([status, n]) => `${status || 'none'} × ${n}`)
+      .join(', ')
+  const non2xx = (p: Partner) => [...p.statuses].filter(([s]) => s < 200 || s > 299).reduce((a, [, n]) => a + n, 0)
+
+  // Alone.
+  const quiet = sleep(FAIR_SECONDS * 1000)
+  const [alone, liveAlone] = await Promise.all([steadyPartner(quiet), pollLive(quiet)])
+
+  // Slow uploads: 40 sockets, each announcing 1 MiB and sending a byte every 2 s; a closed one is
+  // opened again after 250 ms (the attacker persists), until the time is up.
+  const slowAnswers = new Map<number | string, number>()
+  const slowUploads = async (until: number) => {
+    const one = () =>
+      new Promise<void>((resolve) => {
+        const socket = net.connect(port, '127.0.0.1')
+        let status = ''
+        let drip: NodeJS.Timeout | undefined
+        socket.on('connect', () => {
+          socket.write(
+            `POST /api/v1/telemetry/docs-search/batch HTTP/1.1\r\nHost: x\r\nX-API-Key: ${ATTACKER_KEY}\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n{"events":[`,
+          )
+          drip = setInterval(() => socket.write(' '), 2000)
+        })
+        socket.on('data', (chunk: Buffer) => {
+          if (!status) status = chunk.toString('latin1', 9, 12)
+        })
+        socket.on('error', () => {})
+        const stop = setTimeout(() => socket.destroy(), Math.max(0, until - performance.now()))
+        socket.on('close', () => {
+          clearInterval(drip)
+          clearTimeout(stop)
+          count(slowAnswers, status ? Number(status) : performance.now() >= until ? 'held at the end' : 0)
+          resolve()
+        })
+      })
+    await Promise.all(
+      Array.from({ length: 40 }, async () => {
+        while (performance.now() < until) {
+          await one()
+          await sleep(250)
+        }
+      }),
+    )
+  }
+  // The flood: 8 clients posting a ~1 MiB batch whose one event's payload has 90,000 keys.
+  const floodAnswers = new Map<number | string, number>()
+  const flood = async (until: number) => {
+    const keys = `{${Array.from({ length: 90_000 }, (_, i) => `"k${i}":1`).join(',')}}`
+    const body = JSON.stringify({ events: [{ event: 'search_query', emitted_at_ms: 1, payload: '§' }] }).replace(
+      '"§"',
+      keys,
+    )
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 8 })
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (performance.now() < until) {
+          const { status } = await call('POST', '/api/v1/telemetry/docs-search/batch', body, ATTACKER_KEY, agent)
+          count(floodAnswers, status)
+        }
+      }),
+    )
+    agent.destroy()
+  }
+  const attack = (async () => {
+    await slowUploads(performance.now() + FAIR_SECONDS * 1000)
+    await flood(performance.now() + FAIR_SECONDS * 1000)
+  })()
+  const [attacked, live] = await Promise.all([steadyPartner(attack), pollLive(attack)])
+  partnerAgent.destroy()
+  const ticks = `${FAIR_SECONDS} s alone, then ${FAIR_SECONDS} s of slow uploads and ${FAIR_SECONDS} s of the flood`
+  report(
+    `fairness: partner alone (${ticks})`,
+    `${alone.latencies.length} requests, non-2xx ${non2xx(alone)}, p99 ${percentile(alone.latencies, 99).toFixed(1)} ms`,
+  )
+  report(
+    'fairness: partner under attack, non-2xx',
+    `${non2xx(attacked)} of ${attacked.latencies.length} (${show(attacked.statuses)})`,
+    '0',
+  )
+  const ratio = percentile(attacked.latencies, 99) / percentile(alone.latencies, 99)
+  report(
+    'fairness: partner p99 under attack / alone',
+    `${percentile(attacked.latencies, 99).toFixed(1)} ms / ${percentile(alone.latencies, 99).toFixed(1)} ms = ${ratio.toFixed(2)}`,
+    '<= 3',
+  )
+  report(
+    'fairness: /live during the attacks (p99 / worst)',
+    `${percentile(live, 99).toFixed(1)} / ${Math.max(...live).toFixed(1)} ms over ${live.length} probes (alone: p99 ${percentile(liveAlone, 99).toFixed(1)} ms)`,
+    'p99 < 100 ms',
+  )
+  report('fairness: attacker slow uploads answered', show(slowAnswers), '429 / 408')
+  report('fairness: attacker 90,000-key flood answered', show(floodAnswers), '422 / 429')
 }
 
 keepAlive.destroy()

@@ -147,8 +147,9 @@ export default fp(
         return done(malformed('is not valid UTF-8'), undefined)
       }
       const url = request.routeOptions.url ?? ''
+      // The free-form scan first: it stops at its cap, where the array count reads the whole text.
       const oversize =
-        oversizeTopLevelArray(request.method, url, text) ?? oversizeFreeFormValue(request.method, url, text)
+        oversizeFreeFormValue(request.method, url, text) ?? oversizeTopLevelArray(request.method, url, text)
       if (oversize) {
         return done(
           Object.assign(new Error('body validation failed'), {
