@@ -136,7 +136,7 @@ bench-tools:
 	@missing=$$(for c in wrk haproxy redis-server; do command -v $$c >/dev/null || echo $$c; done); \
 	if [ -n "$$missing" ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; fi
 
-## The HTTP edge under hostile load (built server): 1 MiB amplification, stalled uploads, an address flood, 4x overload.
+## The HTTP edge under hostile load (built server): 1 MiB amplification, stalled uploads, an address flood, 4x overload, one key against another partner (bench/fairness.md).
 bench-hostile: build
 	npx tsx bench/hostile.ts
 

@@ -14,6 +14,7 @@ import autocannon from 'autocannon'
 import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import net from 'node:net'
+import { execSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { createHash } from 'node:crypto'
 import os from 'node:os'
@@ -476,6 +477,20 @@ if (parts.has('5')) {
   )
   report('fairness: attacker slow uploads answered', show(slowAnswers), '429 / 408')
   report('fairness: attacker 90,000-key flood answered', show(floodAnswers), '422 / 429')
+  const fairRows = rows.filter(([measure]) => measure.startsWith('fairness:'))
+  const commit = execSync('git rev-parse --short HEAD', { encoding: 'utf8' }).trim()
+  const load = os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' / ')
+  writeFileSync(
+    'bench/fairness.md',
+    `# One partner against another (\`make bench-hostile\`, part 5)\n\n` +
+      `${new Date().toISOString()}, commit ${commit}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ` +
+      `load average at the end ${load} (1 / 5 / 15 min: the host is shared, so compare the ratios of one run), ` +
+      `\`BENCH_HOSTILE_PARTS=5 npx tsx bench/hostile.ts\` on the built server (defaults but the keys in the script).\n\n` +
+      `| measure | value | target |\n|---|---|---|\n${fairRows.map((r) => `| ${r.join(' | ')} |`).join('\n')}\n`,
+  )
 }
 
 keepAlive.destroy()

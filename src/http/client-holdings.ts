@@ -4,6 +4,7 @@
 // 'close' listener per holding: every ending of a request (answered, aborted by its client,
 // cut by a timeout) closes its response, and gives back what it held.
 import type { ServerResponse } from 'node:http'
+import { ADDRESS_PREFIX } from '../rate-limit/sliding-window-store.js'
 
 interface Holding {
   requests: number
@@ -15,7 +16,7 @@ export interface ClientHoldings {
   enter(client: string, max: number, response: ServerResponse): boolean
   /** Holds `bytes` of body for `client` until `response` closes; false (nothing held) past `max`. */
   holdBody(client: string, bytes: number, max: number, response: ServerResponse): boolean
-  /** Clients holding anything now. */
+  /** Clients with requests in progress now. */
   readonly clients: number
 }
 
@@ -29,13 +30,16 @@ export function createClientHoldings(): ClientHoldings {
     }
     return holding
   }
-  // Entries go when they hold nothing: addresses without a key are many and short-lived.
+  // An address's entry goes when it holds nothing: addresses without a key are many and
+  // short-lived. A key's stays (the configured keys are few), so a busy key allocates nothing.
   const forgetIfEmpty = (client: string, holding: Holding) => {
-    if (holding.requests === 0 && holding.bodyBytes === 0) holdings.delete(client)
+    if (holding.requests === 0 && holding.bodyBytes === 0 && client.startsWith(ADDRESS_PREFIX)) holdings.delete(client)
   }
   return {
     get clients() {
-      return holdings.size
+      let n = 0
+      for (const holding of holdings.values()) if (holding.requests > 0) n++
+      return n
     },
     enter(client, max, response) {
       const holding = holdingOf(client)
