@@ -25,10 +25,9 @@ const config = loadConfig({
   BODY_LIMIT_BYTES: String(BODY_LIMIT),
   BODY_BYTES_IN_FLIGHT_MAX: String(8 * BODY_LIMIT),
   CLIENT_MAX_BODY_BYTES_IN_FLIGHT: String(2 * BODY_LIMIT),
-  // The request deadline is far: a 408 here is the upload rate's.
+  // Stalled bodies are held until the test lets them go (the upload rate has its own server below).
   REQUEST_TIMEOUT_MS: '120000',
-  REQUEST_BODY_MIN_BYTES_PER_SECOND: '1024',
-  REQUEST_BODY_GRACE_MS: '300',
+  REQUEST_BODY_MIN_BYTES_PER_SECOND: '0',
   LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
 })
 const app = await buildApp({ config, sql: db.sql, logger: false })
@@ -44,8 +43,8 @@ interface Stalled {
 }
 
 /** Sends a request head and part of its body, then nothing more. */
-function stall(secret: string, part = '{"a":', declared = BODY_LIMIT, path = '/api/v1/user'): Stalled {
-  const socket = connect(port, '127.0.0.1')
+function stall(secret: string, part = '{"a":', declared = BODY_LIMIT, path = '/api/v1/user', to = port): Stalled {
+  const socket = connect(to, '127.0.0.1')
   let text = ''
   socket.on('data', (c) => (text += c))
   socket.on('error', () => {})
@@ -143,7 +142,26 @@ t.test("a client's body bytes in flight: past its share 429 unread, the process 
 })
 
 t.test('a body slower than the minimum upload rate is cut with 408 REQUEST_BODY_TOO_SLOW', async (t) => {
-  const slow = stall('ssk_ingest', '{"event":"', 1000, '/api/v1/telemetry/docs-search')
+  // The request deadline is far: a 408 here is the upload rate's.
+  const rated = await buildApp({
+    config: loadConfig({
+      API_KEYS_FILE: keyFile,
+      LOG_LEVEL: 'silent',
+      BODY_LIMIT_BYTES: String(BODY_LIMIT),
+      REQUEST_TIMEOUT_MS: '120000',
+      REQUEST_BODY_MIN_BYTES_PER_SECOND: '1024',
+      REQUEST_BODY_GRACE_MS: '300',
+      LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
+    }),
+    sql: db.sql,
+    logger: false,
+  })
+  await rated.listen({ port: 0, host: '127.0.0.1' })
+  t.teardown(() => rated.close())
+  const ratedPort = (rated.server.address() as { port: number }).port
+  const ratedMetric = async (pattern: RegExp) =>
+    Number(pattern.exec((await rated.inject({ method: 'GET', url: '/metrics' })).body)?.[1] ?? 0)
+  const slow = stall('ssk_ingest', '{"event":"', 1000, '/api/v1/telemetry/docs-search', ratedPort)
   // One byte now and then: far under 1024 bytes/s.
   const drip = setInterval(() => slow.socket.write('x'), 200)
   const { status, body } = await slow.answered
@@ -155,10 +173,11 @@ t.test('a body slower than the minimum upload rate is cut with 408 REQUEST_BODY_
     message: 'The request body arrived slower than the minimum upload rate.',
     source: 'business',
   })
-  t.equal(await settled(bytesInFlight, 0), 0, 'its reservation is given back')
-  t.equal(await settled(holding, 0), 0)
-  t.equal(await refusals('min_upload_rate', 'ingest-only'), 1)
-  const whole = await fetch(`${base}/api/v1/telemetry/docs-search`, {
+  const ratedBytes = () => ratedMetric(/^http_request_body_bytes_in_flight (\d+)$/m)
+  t.equal(await settled(ratedBytes, 0), 0, 'its reservation is given back')
+  t.equal(await settled(() => ratedMetric(/^http_clients_holding (\d+)$/m), 0), 0)
+  t.equal(await ratedMetric(/^http_client_refusals_total\{reason="min_upload_rate",key_id="ingest-only"\} (\d+)$/m), 1)
+  const whole = await fetch(`http://127.0.0.1:${ratedPort}/api/v1/telemetry/docs-search`, {
     method: 'POST',
     headers: { 'x-api-key': 'ssk_ingest', 'content-type': 'application/json' },
     body: JSON.stringify({ event: 'search_query', emitted_at_ms: Date.now() }),
