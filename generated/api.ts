@@ -1213,7 +1213,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The database is unreachable (`COMMON_503` / `SERVICE_UNAVAILABLE`) or the process is overloaded and sheds load (`COMMON_503` / `SERVICE_OVERLOADED`), which includes a request whose body would take the request bodies in flight past `BODY_BYTES_IN_FLIGHT_MAX` (refused before the body is read; the connection is closed); retry after `Retry-After` seconds. */
+        /** @description The database is unreachable (`COMMON_503` / `SERVICE_UNAVAILABLE`) or the process is overloaded and sheds load (`COMMON_503` / `SERVICE_OVERLOADED`; best-effort telemetry ingest sheds first, from a fraction of the thresholds, other operations past them), which includes a request whose body would take the request bodies in flight past `BODY_BYTES_IN_FLIGHT_MAX` (refused before the body is read; the connection is closed); retry after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
