@@ -9,7 +9,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp } from '../../src/app.js'
 import { ConfigError, loadConfig } from '../../src/config.js'
 import { createTestDatabase } from '../helpers/database.js'
-import { writeKeyFile } from '../helpers/keys.js'
+import { fileEntry, writeKeyFile, writeRawKeyFile } from '../helpers/keys.js'
+import { makeKey } from '../../tools/make-key.js'
 
 const BODY_LIMIT = 4096
 const db = await createTestDatabase(t)
@@ -252,6 +253,18 @@ t.test('key file: the new fields are checked; no key may take more than half the
     message: /CLIENT_MAX_BODY_BYTES_IN_FLIGHT must be an integer from 1048576 to 16777216/,
   })
   t.equal(loadConfig({}).client.maxBodyBytesInFlight, 4 * 1_048_576, 'default: an eighth of the process budget')
+  const rotated = await writeRawKeyFile(
+    t,
+    JSON.stringify([
+      { ...fileEntry({ id: 'r', secret: 'ssk_old' }), max_concurrent_requests: 4 },
+      { ...fileEntry({ id: 'r', secret: 'ssk_new' }), max_concurrent_requests: 8 },
+    ]),
+  )
+  t.throws(() => loadConfig({ API_KEYS_FILE: rotated }), {
+    message: /"max_concurrent_requests" differs from entry 0 with the same id/,
+  })
+  const made = makeKey({ ID: 'made', MAX_CONCURRENT_REQUESTS: '5', MAX_BODY_BYTES_IN_FLIGHT: '2097152' })
+  t.match(made.entry, { max_concurrent_requests: 5, max_body_bytes_in_flight: 2_097_152 }, 'make key writes them')
 })
 
 t.test('shedding order: best-effort telemetry ingest sheds first, partners later, probes never', async (t) => {
