@@ -44,6 +44,12 @@ const INTERVAL_US = Number(process.env.BENCH_PROFILE_INTERVAL ?? 250)
 const READS = Number(process.env.BENCH_REQUESTS ?? 20_000)
 const WRITES = Math.round(READS / 3)
 const RESULTS = path.join(projectRoot, 'bench/stages.md')
+/**
+ * BENCH_BASELINE: another checkout of the service, built (e.g. a worktree of main with `npm run
+ * build`): it runs as a third server in the same rounds, so a change is measured against the
+ * code before it under the same conditions. The table then also has its column.
+ */
+const BASELINE = process.env.BENCH_BASELINE ? path.resolve(process.env.BENCH_BASELINE, 'dist/src/server.js') : null
 /** BENCH_STAGES_DETAIL=N: also print each window's top N functions (self time) per stage, to see inside one. */
 const DETAIL = Number(process.env.BENCH_STAGES_DETAIL ?? 0)
 
@@ -131,7 +137,7 @@ function stageOf(profile: Profile): (id: number) => string | null {
 
 interface Window {
   caseName: string
-  target: 'service' | 'ceiling'
+  target: 'service' | 'baseline' | 'ceiling'
   from: number
   to: number
   requests: number
@@ -229,7 +235,9 @@ try {
     const profileArgs = (dir: string) => ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${INTERVAL_US}`]
     const serviceDir = mkdtempSync(path.join(os.tmpdir(), 'stages-service-'))
     const ceilingDir = mkdtempSync(path.join(os.tmpdir(), 'stages-ceiling-'))
+    const baselineDir = mkdtempSync(path.join(os.tmpdir(), 'stages-baseline-'))
     const profiled = await startServiceProfiled(bench.url, 3605, profileArgs(serviceDir))
+    const baseline = BASELINE ? await startServiceProfiled(bench.url, 3607, profileArgs(baselineDir), BASELINE) : null
     const ceiling = await startCeiling(bench.url, 3606, profileArgs(ceilingDir))
     // Once: it stores the answer the replays ask for (the ports stay the same between rounds).
     requests ??= await createBenchRequests(bench.sql, profiled.base)
@@ -242,16 +250,19 @@ try {
     for (const [name, onService, onCeiling, amount] of round % 2 ? [...plan].reverse() : plan) {
       const pair: [Server, Window['target'], () => BenchRequest][] = [
         [profiled, 'service', onService],
+        ...(baseline ? [[baseline, 'baseline', onService] as [Server, Window['target'], () => BenchRequest]] : []),
         [ceiling, 'ceiling', onCeiling],
       ]
       for (const [server, target, next] of round % 2 ? pair.reverse() : pair)
         windows.push(await measure(server, target, name, next, amount))
     }
     await stopServers()
-    for (const [dir, target] of [
+    const profiles: [string, Window['target']][] = [
       [serviceDir, 'service'],
       [ceilingDir, 'ceiling'],
-    ] as const) {
+    ]
+    if (baseline) profiles.push([baselineDir, 'baseline'])
+    for (const [dir, target] of profiles) {
       const mine = windows.filter((w) => w.target === target)
       for (const [w, stages] of attribute(readProfile(dir), mine)) {
         let sampled = 0
@@ -265,6 +276,7 @@ try {
       }
       rmSync(dir, { recursive: true, force: true })
     }
+    rmSync(baselineDir, { recursive: true, force: true })
     console.log(`round ${round + 1} of ${ROUNDS} done`)
   }
 } finally {
@@ -273,11 +285,11 @@ try {
 }
 
 /** The service as startService starts it, with extra Node flags (the profiler's) before the entry point. */
-async function startServiceProfiled(url: string, port: number, nodeArgs: string[]): Promise<Server> {
+async function startServiceProfiled(url: string, port: number, nodeArgs: string[], entry?: string): Promise<Server> {
   const saved = process.env.BENCH_NODE_OPTIONS
   process.env.BENCH_NODE_OPTIONS = [saved ?? '', ...nodeArgs].join(' ')
   try {
-    return await startService(url, port, undefined, '')
+    return await startService(url, port, undefined, '', entry)
   } finally {
     if (saved === undefined) delete process.env.BENCH_NODE_OPTIONS
     else process.env.BENCH_NODE_OPTIONS = saved
@@ -288,15 +300,23 @@ const cell = (caseName: string, target: string, stage: string) => {
   const xs = figures.get(caseName)?.get(target)?.get(stage)
   return xs && xs.length > 0 ? median(xs).toFixed(1) : 'n/a'
 }
-const header = CASES.flatMap((c) => [`${c}: service`, 'ceiling'])
+const targets = BASELINE ? ['service', 'baseline', 'ceiling'] : ['service', 'ceiling']
+const header = CASES.flatMap((c) => targets.map((t, i) => (i === 0 ? `${c}: ${t}` : t)))
 const rows = [...ROW_ORDER, 'main thread, sampled', 'process CPU (/proc, all threads)'].map((stage) => {
-  const cells = CASES.flatMap((c) => [cell(c, 'service', stage), cell(c, 'ceiling', stage)])
+  const cells = CASES.flatMap((c) => targets.map((t) => cell(c, t, stage)))
   const bold = stage.startsWith('main') || stage.startsWith('process')
   return `| ${bold ? `**${stage}**` : stage} | ${cells.join(' | ')} |`
 })
+function commitOf(dir: string): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: dir, encoding: 'utf8' }).trim()
+  } catch {
+    return 'unknown'
+  }
+}
 const commit = (() => {
   try {
-    const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: projectRoot, encoding: 'utf8' }).trim()
+    const sha = commitOf(projectRoot)
     const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'handlers', 'generated'], {
       cwd: projectRoot,
       encoding: 'utf8',
@@ -315,7 +335,12 @@ const text = [
   `Load average before / after: ${loadBefore.map((x) => x.toFixed(1)).join(' ')} / ${loadAfter.map((x) => x.toFixed(1)).join(' ')} (the host may be shared: CPU per request moves far less with other work than throughput does, but a busy host still adds cache and scheduling costs).`,
   ``,
   `Servers on core ${SERVER_CPU}, autocannon and PostgreSQL on core ${LOAD_CPU} (the node-bound set-up of \`make bench\`), ${CONNECTIONS} connections.`,
-  `Per round: both servers started afresh under V8's sampling profiler; per case ${READS} requests (the new POST ${WRITES}) after a warm-up of a quarter as many,`,
+  ...(BASELINE
+    ? [
+        `Baseline: the build at ${path.dirname(path.dirname(path.dirname(BASELINE)))} (commit ${commitOf(path.dirname(path.dirname(path.dirname(BASELINE))))}), run in the same rounds.`,
+      ]
+    : []),
+  `Per round: the servers started afresh under V8's sampling profiler; per case ${READS} requests (the new POST ${WRITES}) after a warm-up of a quarter as many,`,
   `service and ceiling in turn (the order alternating between rounds). µs of CPU per request, medians of ${ROUNDS} rounds. A sample belongs to the stage`,
   `that owns the innermost project or library frame of its stack (Node's own frames are passed over: a socket write under postgres.js is SQL, one under`,
   `Fastify's reply is the write); samples without one are grouped by their leaf. The ceiling (bench/ceiling-server.ts) is bare Fastify + postgres.js`,
