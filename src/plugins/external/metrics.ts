@@ -7,7 +7,7 @@ import type { Sql } from '../../db/client.js'
 import { projectRoot } from '../../paths.js'
 import { catalogueEntry, type ErrorKey } from '../../errors.js'
 import type { ObserveDbOperation } from '../../repositories/index.js'
-import { routeTemplate } from '../../route-template.js'
+import { openApiTemplate, routeTemplate } from '../../route-template.js'
 import type { AnsweredError } from '../app/error-handler.js'
 
 declare module 'fastify' {
@@ -225,11 +225,18 @@ export default fp(
     // Each route registered from here on gets a hook that knows its labels: no route lookup, no
     // label text built per answer. (GET /metrics, registered above, is not counted.)
     fastify.addHook('onRoute', (route) => {
-      const template = route.url.replace(/:(\w+)/g, '{$1}')
-      const methods = [route.method].flat()
-      const byMethod = new Map(methods.map((m) => [m, routeSeries(m, template)]))
+      const template = openApiTemplate(route.url)
+      const byMethod = new Map([route.method].flat().map((m) => [m, routeSeries(m, template)]))
+      const seriesOf = (method: string) => {
+        let series = byMethod.get(method)
+        if (series === undefined) {
+          series = routeSeries(method, template)
+          byMethod.set(method, series)
+        }
+        return series
+      }
       const countAnswer: onResponseHookHandler = (request, reply, done) => {
-        observe(request, reply, byMethod.get(request.method) ?? routeSeries(request.method, template), template)
+        observe(request, reply, seriesOf(request.method), template)
         done()
       }
       route.onResponse = [...[route.onResponse ?? []].flat(), countAnswer]
