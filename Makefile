@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-otel bench-otel-instructions bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+.PHONY: format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-stages bench-otel bench-otel-instructions bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
 
 NPM_STAMP := node_modules/.package-lock.json
 
@@ -114,6 +114,10 @@ bench: build
 ## CPU per request on the servers' core, server and PostgreSQL apart: GET user and the replayed POST, on the service and on the ceiling.
 bench-cpu: build
 	taskset -c 1 npx tsx bench/cpu-split.ts
+
+## CPU per request of each stage of the request pipeline (id, auth, rate limit, fairness, parsing, validation, handler, SQL, metrics, serialisation, write...), GET user, a replayed and a new POST, service and ceiling, from V8 profiles attributed by stack (writes bench/stages.md). BENCH_RUNS, BENCH_REQUESTS, BENCH_CONNECTIONS, BENCH_PROFILE_INTERVAL.
+bench-stages: build
+	taskset -c 1 npx tsx bench/stages.ts
 
 ## What tracing costs: the service's CPU per request untraced and at BENCH_OTEL_RATIOS (default 0.1,1) sampling, GET user and POST user (new key), in alternating rounds on the servers' core (BENCH_OTEL_TOGETHER=1: all at once), the part off each server's main thread shown apart, and an untraced twin for the noise floor.
 bench-otel: build

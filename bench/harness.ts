@@ -270,16 +270,18 @@ async function otelEnv(ratio = process.env.BENCH_OTEL): Promise<Record<string, s
 
 /**
  * The service as built by `make build`; PROFILE_DIR adds a V8 CPU profile written at exit.
- * `otel`: the sampling ratio to trace with (default BENCH_OTEL; '' for untraced).
+ * `otel`: the sampling ratio to trace with (default BENCH_OTEL; '' for untraced). `entry`: another
+ * build's server.js (an earlier commit's, to compare with).
  */
 export async function startService(
   databaseUrl: string,
   port: number,
   profileDir?: string,
   otel = process.env.BENCH_OTEL,
+  entry = 'dist/src/server.js',
 ): Promise<Server> {
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : []
-  return startServer('service', [...benchNodeOptions(), ...profile, 'dist/src/server.js'], port, {
+  return startServer('service', [...benchNodeOptions(), ...profile, entry], port, {
     DATABASE_URL: databaseUrl,
     API_KEYS: API_KEY,
     RATE_LIMIT_MAX: '10000000',

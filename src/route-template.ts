@@ -11,8 +11,11 @@ export function routeTemplate(request: FastifyRequest): string {
   if (!url) return 'unmatched'
   let template = templates.get(url)
   if (template === undefined) {
-    template = url.replace(/:(\w+)/g, '{$1}')
+    template = openApiTemplate(url)
     templates.set(url, template)
   }
   return template
 }
+
+/** A Fastify route URL in the contract's OpenAPI form (`:name` -> `{name}`). */
+export const openApiTemplate = (url: string): string => url.replace(/:(\w+)/g, '{$1}')

@@ -36,9 +36,11 @@ t.test('per-key rate limit and key_id on each log line', async (t) => {
     "the key's own max of 2",
   )
   t.equal(tight[0]!.headers['x-ratelimit-limit'], '2')
+  t.equal(tight[1]!.headers['ratelimit-policy'], '"default";q=2;w=60', "the policy field names the key's own quota")
   const roomy = await get('ssk_roomy_secret')
   t.equal(roomy.statusCode, 404)
   t.equal(roomy.headers['x-ratelimit-limit'], '50', 'the default for a key without rate_limit')
+  t.equal(roomy.headers['ratelimit-policy'], '"default";q=50;w=60', 'and its policy field')
   await get('ssk_not_a_key')
 
   const requests = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request completed')

@@ -70,6 +70,22 @@ t.test('/metrics exposes request counts and durations by route template, and db 
   t.notMatch(text, systemUuid, 'no concrete path in labels')
 })
 
+t.test(
+  '/metrics counts unrouted requests under "unmatched", not its own scrapes, and keeps counts across scrapes',
+  async (t) => {
+    const api = await buildTestApp(t)
+    await api.get('/api/v1/no-such-route')
+    await api.get('/api/v1/no-such-route')
+    const first = (await api.get('/metrics')).body
+    const second = (await api.get('/metrics')).body
+    for (const text of [first, second]) {
+      t.match(text, /http_requests_total\{method="GET",path_template="unmatched",status="404"\} 2/)
+      t.match(text, /http_request_duration_seconds_count\{method="GET",path_template="unmatched",status="404"\} 2/)
+      t.notMatch(text, /path_template="\/metrics"/, 'scrapes are not counted')
+    }
+  },
+)
+
 t.test("/openapi.json is the YAML contract plus each operation's error codes, and /docs renders it", async (t) => {
   const api = await buildTestApp(t)
   const served = (await api.get('/openapi.json')).json()

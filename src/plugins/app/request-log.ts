@@ -11,7 +11,8 @@ export default fp(
     // Below info nothing would be written: skip the per-request hook entirely.
     const log = fastify.log as { isLevelEnabled?: (level: string) => boolean }
     if (!log.isLevelEnabled?.('info')) return
-    fastify.addHook('onResponse', async (request, reply) => {
+    // A callback hook: no promise per request.
+    fastify.addHook('onResponse', (request, reply, done) => {
       const error = reply.answeredError
       request.log.info(
         {
@@ -25,6 +26,7 @@ export default fp(
         },
         'request completed',
       )
+      done()
     })
   },
   { name: 'request-log' },

@@ -80,18 +80,21 @@ export default fp(
       errorResponseBuilder: () => appError('SECURITY_RATE_LIMIT_EXCEEDED'),
     })
     const limit = fastify.rateLimit()
-    const policies = new Map<string, string>()
+    // The policy field is a pure function of the quota: one text per quota object (the default's
+    // or a key's own), made on its first answer and kept with it.
+    const policies = new WeakMap<RateLimitQuota, string>()
+    const policyOf = (quota: RateLimitQuota) => {
+      let policy = policies.get(quota)
+      if (policy === undefined) {
+        policy = ietf.rateLimitPolicy(quota.max, quota.windowMs)
+        policies.set(quota, policy)
+      }
+      return policy
+    }
     const describe = (request: FastifyRequest, reply: FastifyReply) => {
       const remaining = reply.getHeader('x-ratelimit-remaining')
       if (remaining === undefined) return
-      const { max, windowMs } = quotaFor(request)
-      const policyKey = `${max}/${windowMs}`
-      let policy = policies.get(policyKey)
-      if (policy === undefined) {
-        policy = ietf.rateLimitPolicy(max, windowMs)
-        policies.set(policyKey, policy)
-      }
-      reply.header('ratelimit-policy', policy)
+      reply.header('ratelimit-policy', policyOf(perKeyQuotas ? quotaFor(request) : defaults))
       reply.header('ratelimit', ietf.rateLimit(Number(remaining), Number(reply.getHeader('x-ratelimit-reset'))))
     }
     // A callback hook around the library's async one: no promise of its own per request.
