@@ -75,7 +75,7 @@ typecheck: node_modules
 lint: node_modules
 	npm run lint
 
-## Makes a partner API key: ID=acme [SCOPES=a,b] [SYSTEMS=uuid,...] [RATE_MAX= RATE_WINDOW_MS=] [MAX_CONCURRENT_REQUESTS= MAX_BODY_BYTES_IN_FLIGHT=] [EXPIRES_AT=]; prints the secret once and its API_KEYS_FILE entry.
+## Makes a partner API key: ID=acme [SCOPES=a,b] [SYSTEMS=uuid,...] [RATE_MAX= RATE_WINDOW_MS=] [MAX_CONCURRENT_REQUESTS= MAX_BODY_BYTES_IN_FLIGHT=] [EXPIRES_AT=] [KEYS_FILE=file]; prints the secret once and appends its entry to KEYS_FILE (else prints a one-entry API_KEYS_FILE).
 key: node_modules
 	@npx tsx tools/make-key.ts
 

@@ -466,7 +466,7 @@ export interface components {
         ValidationErrorDetails: {
             /** @description Where the failure is, for example `["body", "full_name"]` or `["query", "limit"]`. */
             loc: (string | number)[];
-            /** @description The failed JSON Schema keyword (`required`, `maxLength`, `format`, ...) or `json_invalid`. */
+            /** @description The failed JSON Schema keyword (`required`, `maxLength`, `format`, ...), `json_invalid`, `string_invalid` (a string holding NUL or a lone UTF-16 surrogate) or `number_invalid` (not finite, or an integer past ±(2^53−1)). */
             type: string;
             /**
              * @description The offending value: a scalar, a string cut to 256 characters, or a container whose

@@ -305,6 +305,18 @@ export const errorCatalogue = [
     "message": "full_name is required and must be a string."
   },
   {
+    "code": "USER_025",
+    "key": "USER_CREATE_FULL_NAME_MALFORMED",
+    "status": 422,
+    "source": "validation",
+    "group": "user_create",
+    "field": "full_name",
+    "on": [
+      "string_invalid"
+    ],
+    "message": "full_name contains a NUL character or a lone UTF-16 surrogate."
+  },
+  {
     "code": "USER_007",
     "key": "USER_CREATE_SYSTEM_UUID_INVALID",
     "status": 422,
@@ -424,6 +436,18 @@ export const errorCatalogue = [
       "type"
     ],
     "message": "full_name is required and must be a string."
+  },
+  {
+    "code": "USER_026",
+    "key": "USER_UPDATE_FULL_NAME_MALFORMED",
+    "status": 422,
+    "source": "validation",
+    "group": "user_update",
+    "field": "full_name",
+    "on": [
+      "string_invalid"
+    ],
+    "message": "full_name contains a NUL character or a lone UTF-16 surrogate."
   },
   {
     "code": "USER_017",

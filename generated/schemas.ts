@@ -117,7 +117,7 @@ export const schemas = {
       },
       "type": {
         "type": "string",
-        "description": "The failed JSON Schema keyword (`required`, `maxLength`, `format`, ...) or `json_invalid`."
+        "description": "The failed JSON Schema keyword (`required`, `maxLength`, `format`, ...), `json_invalid`, `string_invalid` (a string holding NUL or a lone UTF-16 surrogate) or `number_invalid` (not finite, or an integer past ±(2^53−1))."
       },
       "input": {
         "description": "The offending value: a scalar, a string cut to 256 characters, or a container whose\nJSON is at most 256 bytes; null when it was missing or larger.\n"

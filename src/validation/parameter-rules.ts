@@ -42,7 +42,7 @@ function ruleErrors(data: unknown, only: Set<string> | null): ErrorObject[] {
       errors.push({
         instancePath: `/${escapePointer(name)}${i === null ? '' : `/${i}`}`,
         schemaPath: typeof item === 'string' ? 'string' : 'type',
-        keyword: typeof item === 'string' ? 'string_invalid' : 'type',
+        keyword: typeof item === 'string' ? 'string_invalid' : 'number_invalid',
         params: {},
         message: problem,
         data: item,

@@ -39,6 +39,13 @@ function pick(group: string, field: string | null, keyword: string): CatalogueEn
   )
 }
 
+/** The field's own entry for a keyword, or its catch-all; never another field's or the group's. */
+function pickForField(group: string, field: string | null, keyword: string): CatalogueEntry | undefined {
+  const forField = validationEntries(group).filter((e) => 'field' in e && e.field === field)
+  const on = (e: CatalogueEntry, k: string) => 'on' in e && (e.on as readonly string[]).includes(k)
+  return forField.find((e) => on(e, keyword)) ?? forField.find((e) => on(e, '*'))
+}
+
 function hasFieldEntry(group: string, field: string): boolean {
   return validationEntries(group).some((e) => 'field' in e && e.field === field)
 }
@@ -112,13 +119,22 @@ export function toValidationItems(part: RequestPart, errors: ErrorObject[], grou
     const field = (inputRule ? names.find((n) => hasFieldEntry(group, n)) : undefined) ?? names[0] ?? null
     const input =
       e.keyword === 'required' ? null : extra !== undefined ? (e.data as Record<string, unknown>)?.[extra] : e.data
-    const entry = part === 'body' && group ? pick(group, field, loc.length === 0 ? '$root' : e.keyword) : undefined
+    // A value refused by the input rules (NUL, a lone surrogate, an unsafe number) takes the
+    // field's entry for that kind (`on: [string_invalid]`) or its catch-all, else the field's
+    // entry for a wrong type; its message is its own, naming what is wrong with the value.
+    const entry = !(part === 'body' && group)
+      ? undefined
+      : inputRule
+        ? (pickForField(group, field, e.keyword) ?? pick(group, field, 'type'))
+        : pick(group, field, loc.length === 0 ? '$root' : e.keyword)
     const common = catalogueEntry('REQUEST_PARAMETER_INVALID')
     const chosen = entry ?? common
+    const where = inputRule ? loc.join('.') : (field ?? 'value')
     items.push({
       code: chosen.code,
       key: chosen.key,
-      message: entry ? entry.message : `${LOC_ROOT[part]} ${field ?? 'value'} ${e.message ?? 'is invalid'}`,
+      message:
+        entry && !inputRule ? entry.message : `${LOC_ROOT[part]} ${where || 'value'} ${e.message ?? 'is invalid'}`,
       field,
       source: 'validation',
       details: {

@@ -2,6 +2,11 @@
 // the one-line start-up errors for a malformed file.
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { projectRoot } from '../../src/paths.js'
 import { createApiKeyRegistry, legacyKeyId } from '../../src/auth/api-keys.js'
 import { parseKeyFile } from '../../src/auth/key-file.js'
 import { ConfigError, DEV_API_KEY, loadConfig } from '../../src/config.js'
@@ -135,4 +140,52 @@ t.test('make key: a prefixed 32-byte secret and an entry that the service accept
   t.equal(createApiKeyRegistry([], parseKeyFile(JSON.stringify([entry]))).identify(secret)!.id, 'acme')
   t.not(makeKey({ ID: 'acme' }).secret, secret, 'random')
   t.throws(() => makeKey({ ID: 'acme', SCOPES: 'everything' }), /unknown scope/)
+})
+
+t.test('make key as the README shows it: KEYS_FILE gets the entry appended, and starts the service', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'make-key-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const readme = readFileSync(path.join(projectRoot, 'README.md'), 'utf8')
+  // The README's command, its variables taken as written.
+  const command = /make key ((?:[A-Z_]+=\S+\s*\\?\s*)+)/.exec(readme)?.[1]
+  t.ok(command, 'the README shows a make key command')
+  const vars = Object.fromEntries([...command!.matchAll(/([A-Z_]+)=(\S+)/g)].map((m) => [m[1]!, m[2]!]))
+  t.equal(vars.KEYS_FILE, 'partner-keys.json')
+  const run = (env: Record<string, string>) =>
+    execFileSync(
+      process.execPath,
+      [path.join(projectRoot, 'node_modules/tsx/dist/cli.mjs'), path.join(projectRoot, 'tools/make-key.ts')],
+      {
+        cwd: dir,
+        env: { PATH: process.env.PATH, ...env },
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    )
+  const first = run(vars)
+  const second = run({ ...vars, ID: 'beta', EXPIRES_AT: '' })
+  const secrets = [first, second].map((out) => /^(ssk_\S+)$/m.exec(out)?.[1])
+  const text = readFileSync(path.join(dir, 'partner-keys.json'), 'utf8')
+  const entries = JSON.parse(text)
+  t.same(
+    entries.map((e: { id: string }) => e.id),
+    ['acme', 'beta'],
+    'appended, in order',
+  )
+  // The README's shown file, with the digest filled in, is what make key wrote for acme.
+  const shown = /`partner-keys.json` then holds[^]*?```json\n([\s\S]*?)```/.exec(readme)?.[1]
+  t.same(
+    JSON.parse(shown!.replace('<64 hex>', entries[0].secret_sha256)),
+    [entries[0]],
+    'the README shows the file as written',
+  )
+  const config = loadConfig({ APP_ENV: 'prod', API_KEYS_FILE: path.join(dir, 'partner-keys.json') })
+  const registry = createApiKeyRegistry([], config.apiKeyEntries)
+  t.same(
+    secrets.map((s) => registry.identify(s!)?.id),
+    ['acme', 'beta'],
+    'both secrets identify their key',
+  )
+  t.throws(() => run({ ID: 'bad', SCOPES: 'everything', KEYS_FILE: 'partner-keys.json' }), 'a bad entry is refused')
+  t.equal(readFileSync(path.join(dir, 'partner-keys.json'), 'utf8'), text, 'and leaves the file as it was')
 })

@@ -28,6 +28,13 @@ async function refused(
   const [item, ...rest] = res.json().errors
   t.same(rest, [], 'one item')
   t.match(item, { code, field, source: 'validation', details: { loc, input: null } })
+  // The type and message say what is wrong with the value, not that a field is missing.
+  t.match(item.details.type, /^(string|number)_invalid$/, 'a type naming the kind of value')
+  t.match(
+    item.message,
+    /^body \S+ (contains a NUL|contains a lone UTF-16 surrogate|is not a finite|is an integer outside)/,
+  )
+  return item
 }
 
 t.test('telemetry batch: the fourth event is named', async (t) => {
@@ -132,3 +139,40 @@ t.test('conspectuses: create, patch and review', async (t) => {
     'outcome',
   )
 })
+
+t.test(
+  'a lone surrogate or NUL in full_name: the field is there and a string; the answer says what is wrong',
+  async (t) => {
+    const create = await raw(
+      'POST',
+      '/api/v1/user',
+      `{"system_user_id":"u-${randomUUID()}","system_uuid":"${randomUUID()}","full_name":"a\\udc00b"}`,
+    )
+    const item = await refused(t, create, 'USER_025', ['body', 'full_name'], 'full_name')
+    t.match(item, {
+      key: 'USER_CREATE_FULL_NAME_MALFORMED',
+      message: 'body full_name contains a lone UTF-16 surrogate',
+      details: { type: 'string_invalid' },
+    })
+    const url = `/api/v1/user/${owner.system_uuid}/${encodeURIComponent(owner.system_user_id)}`
+    const patch = await refused(
+      t,
+      await raw('PATCH', url, '{"full_name":"a\\u0000"}'),
+      'USER_026',
+      ['body', 'full_name'],
+      'full_name',
+    )
+    t.match(patch, { key: 'USER_UPDATE_FULL_NAME_MALFORMED', message: 'body full_name contains a NUL character' })
+    const cue = JSON.stringify(
+      conspectusBody(owner, { cue_sheet: { topic: 't', rows: [{ keywords: 'k', question: 'q', hint: 'MARK' }] } }),
+    ).replace('"MARK"', '"\\udc00"')
+    const inCue = await refused(
+      t,
+      await raw('POST', '/api/v1/conspectuses', cue),
+      'CONS_007',
+      ['body', 'cue_sheet', 'rows', 0, 'hint'],
+      'cue_sheet',
+    )
+    t.equal(inCue.message, 'body cue_sheet.rows.0.hint contains a lone UTF-16 surrogate', 'the path down to the value')
+  },
+)

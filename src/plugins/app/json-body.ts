@@ -11,16 +11,23 @@ const MAX_DEPTH = 64
 
 /** Where the first value that breaks the string or number rules sits, and why; or null. Only
  * called once the fast walk found one, so building paths here costs nothing on valid bodies. */
-export function locateUnacceptable(value: unknown): { path: (string | number)[]; problem: string } | null {
+/** Where a refused value is, what is wrong with it, and its kind: the 422 item's `details.type`. */
+export interface UnacceptableValue {
+  path: (string | number)[]
+  problem: string
+  type: 'string_invalid' | 'number_invalid'
+}
+
+export function locateUnacceptable(value: unknown): UnacceptableValue | null {
   const stack: { node: unknown; path: (string | number)[] }[] = [{ node: value, path: [] }]
   while (stack.length > 0) {
     const { node, path } = stack.pop()!
     if (typeof node === 'string') {
       const problem = unacceptableString(node)
-      if (problem) return { path, problem }
+      if (problem) return { path, problem, type: 'string_invalid' }
     } else if (typeof node === 'number') {
       const problem = unacceptableNumber(node)
-      if (problem) return { path, problem }
+      if (problem) return { path, problem, type: 'number_invalid' }
     } else if (node !== null && typeof node === 'object') {
       // Pushed in reverse so the first offender in document order is found first.
       const entries: [string | number, unknown][] = Array.isArray(node)
@@ -31,7 +38,7 @@ export function locateUnacceptable(value: unknown): { path: (string | number)[];
         if (typeof key === 'string') {
           const problem = unacceptableString(key)
           // The loc stops at the object: the name itself cannot be echoed.
-          if (problem) return { path, problem: `has a property name that ${problem}` }
+          if (problem) return { path, problem: `has a property name that ${problem}`, type: 'string_invalid' }
         }
         stack.push({ node: child, path: [...path, key] })
       }
@@ -170,7 +177,7 @@ export default fp(
           const item = {
             instancePath: pointer(found.path),
             schemaPath: INPUT_RULE_SCHEMA_PATH,
-            keyword: 'type',
+            keyword: found.type,
             params: {},
             message: found.problem,
             data: null,

@@ -13,35 +13,41 @@ import { addressClient } from '../external/rate-limit.js'
 
 /**
  * The order of checks on a request, for every operation of the contract, in one place.
+ * The served text (spec/openapi.yaml, "Order of checks") and README.md list the same numbered
+ * stages with the same first status: test/platform/order-of-checks.test.ts holds all three equal,
+ * so a new stage is a line here, an item there and the same item in the README.
  *
  *   onRequest (before the body is read), on operations behind a security requirement
- *     1. rate limit            429 COMMON_429   requests per window, per client
+ *     1. rate limit            429 COMMON_429   SECURITY_RATE_LIMIT_EXCEEDED: requests per window, per client
  *     2. concurrent requests   429 COMMON_429   SECURITY_CONCURRENT_REQUESTS_EXCEEDED: the client's
  *                                               requests in progress (CLIENT_MAX_CONCURRENT_REQUESTS, a
  *                                               key's max_concurrent_requests; src/http/client-holdings.ts)
- *     3. load shedding         503 COMMON_503   by traffic class, see below (after 1 and 2, so that the
- *                                               answer carries the limit headers)
- *     4. API key               401 COMMON_401
- *     5. scope                 403 COMMON_403   the operation's scope, from its security requirement
+ *     3. load shedding         503 COMMON_503   SERVICE_OVERLOADED: by traffic class, see below (after 1 and
+ *                                               2, so that the answer carries the limit headers)
+ *     4. API key               401 COMMON_401   SECURITY_AUTH_REQUIRED
+ *     5. scope                 403 COMMON_403   SECURITY_SCOPE_MISSING: the operation's scope
  *   operations with a body:
  *     6. content encoding      415 COMMON_415   UNSUPPORTED_CONTENT_ENCODING: any Content-Encoding but identity
  *     7. client's body bytes   429 COMMON_429   SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED: its bodies in flight
  *                                               (CLIENT_MAX_BODY_BYTES_IN_FLIGHT, a key's max_body_bytes_in_flight)
- *     8. process body budget   503 COMMON_503   all bodies in flight (BODY_BYTES_IN_FLIGHT_MAX, src/http/body-budget.ts)
- *   Fastify reads and parses the body
- *     9. upload rate           408 COMMON_408   REQUEST_BODY_TOO_SLOW: past REQUEST_BODY_GRACE_MS, slower than
+ *     8. process body budget   503 COMMON_503   SERVICE_OVERLOADED: all bodies in flight
+ *                                               (BODY_BYTES_IN_FLIGHT_MAX, src/http/body-budget.ts)
+ *   Fastify reads and parses the body (src/plugins/app/json-body.ts)
+ *     9. media type            415 COMMON_415   UNSUPPORTED_MEDIA_TYPE: no parser, refused unread
+ *    10. upload rate           408 COMMON_408   REQUEST_BODY_TOO_SLOW: past REQUEST_BODY_GRACE_MS, slower than
  *                                               REQUEST_BODY_MIN_BYTES_PER_SECOND (src/http/upload-rate.ts)
- *    10. body size             413 COMMON_413
- *    11. content type          415 COMMON_415
- *    12. free-form values      422              size, depth and array caps counted on the text before it is
+ *    11. body size             413 COMMON_413   SECURITY_REQUEST_BODY_TOO_LARGE
+ *    12. charset               415 COMMON_415   UNSUPPORTED_MEDIA_TYPE: a charset other than UTF-8
+ *    13. free-form values      422              size, depth and array caps counted on the text before it is
  *                                               parsed (src/validation/array-prescan.ts, free-form-prescan.ts)
  *   Fastify validates with the operation's generated validators
- *    13. path, query, headers, body   422
+ *    14. path, query, headers, body   422       the field's code (src/validation/)
  *   preHandler
- *    14. systems               403 COMMON_403   operations whose request names a system_uuid
- *    15. Idempotency-Key       400 COMMON_400   operations that declare the header
+ *    15. systems               403 COMMON_403   SECURITY_SYSTEM_FORBIDDEN: operations naming a system_uuid
+ *    16. Idempotency-Key       400 COMMON_400   operations that declare the header
  *   handler (handlers/, through src/idempotency)
- *    16. replay or 409, then business rules
+ *    17. replay, or            409 COMMON_409   a stored answer replayed, or a conflicting one
+ *    18. business rules
  *
  * The client is the request's API key (its id), or its address when it carries no valid key.
  * Whatever it holds (a request in progress, reserved body bytes) is given back when the
