@@ -1,9 +1,36 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-stages bench-otel bench-otel-instructions bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+.PHONY: format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-stages bench-otel bench-otel-instructions bench-soak test-alerts test-readme test-suite test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+
+# The production image's Node.js (the Dockerfile's NODE_IMAGE), from the npm registry's
+# node-<platform>-<arch> package, kept in .cache/ (not a project dependency). The tests run on it.
+IMAGE_NODE_VERSION := $(shell sed -n 's/^ARG NODE_IMAGE=node:\([0-9.]*\)-.*/\1/p' Dockerfile)
+$(if $(IMAGE_NODE_VERSION),,$(error the Dockerfile has no ARG NODE_IMAGE=node:<version>-... line))
+# One call of the machine's Node.js: its platform, its version, and whether it is supported.
+MACHINE_NODE_FACTS := $(shell node -p '[process.platform + "-" + process.arch, process.versions.node, (([a, b]) => (a === 22 && b >= 12) || a >= 24)(process.versions.node.split(".").map(Number))].join(" ")' 2>/dev/null)
+IMAGE_NODE_PLATFORM := $(word 1,$(MACHINE_NODE_FACTS))
+IMAGE_NODE_DIR := .cache/node-$(IMAGE_NODE_VERSION)
+IMAGE_NODE_BIN := $(IMAGE_NODE_DIR)/node_modules/node-$(IMAGE_NODE_PLATFORM)/bin
+ON_IMAGE_NODE := PATH="$(CURDIR)/$(IMAGE_NODE_BIN):$$PATH"
+
+$(IMAGE_NODE_BIN)/node:
+	npm install --prefix $(IMAGE_NODE_DIR) --no-save --no-audit --no-fund --loglevel=error --engine-strict=false node-$(IMAGE_NODE_PLATFORM)@$(IMAGE_NODE_VERSION)
+
+# The service runs on the Node.js LTS lines 22 (22.12+) and 24 (package.json's engines). On
+# another, such as an end-of-life 20, every target (npm ci included) runs on the image's Node.js
+# instead, fetched as above, and says so in one line.
+MACHINE_NODE := $(word 2,$(MACHINE_NODE_FACTS))
+NODE_SUPPORTED := $(word 3,$(MACHINE_NODE_FACTS))
+ifeq ($(NODE_SUPPORTED),true)
+supported-node: ;
+else
+export PATH := $(CURDIR)/$(IMAGE_NODE_BIN):$(PATH)
+supported-node: $(IMAGE_NODE_BIN)/node
+	@echo "Node.js $(or $(MACHINE_NODE),(none)) is not supported (22 or 24): running on Node.js $(IMAGE_NODE_VERSION) from .cache/" >&2
+endif
 
 NPM_STAMP := node_modules/.package-lock.json
 
-$(NPM_STAMP): package.json package-lock.json
+$(NPM_STAMP): package.json package-lock.json | supported-node
 	npm ci --no-audit --no-fund
 
 node_modules: $(NPM_STAMP)
@@ -18,33 +45,40 @@ $(TAP_STAMP): $(NPM_STAMP) package.json
 	npx tap build
 	touch $@
 
-# The tests run on the Node.js of the production image (the Dockerfile's NODE_IMAGE), from the
-# npm registry's node-<platform>-<arch> package, kept in .cache/ (not a project dependency).
-# `make run` and `make smoke-node` use the machine's own Node.js.
-IMAGE_NODE_VERSION := $(shell sed -n 's/^ARG NODE_IMAGE=node:\([0-9.]*\)-.*/\1/p' Dockerfile)
-$(if $(IMAGE_NODE_VERSION),,$(error the Dockerfile has no ARG NODE_IMAGE=node:<version>-... line))
-IMAGE_NODE_PLATFORM := $(shell node -p 'process.platform + "-" + process.arch')
-IMAGE_NODE_DIR := .cache/node-$(IMAGE_NODE_VERSION)
-IMAGE_NODE_BIN := $(IMAGE_NODE_DIR)/node_modules/node-$(IMAGE_NODE_PLATFORM)/bin
-ON_IMAGE_NODE := PATH="$(CURDIR)/$(IMAGE_NODE_BIN):$$PATH"
+# Built only when a source changed (tsc is also incremental: dist/.tsbuildinfo).
+BUILD_STAMP := dist/.built
+BUILD_SOURCES := $(shell find src handlers generated -type f) tsconfig.json tsconfig.build.json
 
-$(IMAGE_NODE_BIN)/node:
-	npm install --prefix $(IMAGE_NODE_DIR) --no-save --no-audit --no-fund --loglevel=error node-$(IMAGE_NODE_PLATFORM)@$(IMAGE_NODE_VERSION)
-
-build: node_modules
+$(BUILD_STAMP): $(NPM_STAMP) $(BUILD_SOURCES)
 	npm run build
+	@touch $@
+
+build: $(BUILD_STAMP)
 
 ## Runs the service on PORT (3000); embedded PostgreSQL (PGlite, .data/) unless DATABASE_URL is set.
-run: build
-	npm start
+run: $(BUILD_STAMP) | supported-node
+	node dist/src/server.js
 
 ## Runs the service from TypeScript sources (no build step).
 dev: node_modules
 	npm run dev
 
-## Runs every test, on the production image's Node.js, against PostgreSQL (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres).
-test: node_modules $(TAP_STAMP) $(IMAGE_NODE_BIN)/node
-	$(ON_IMAGE_NODE) npm test
+## Everything CI runs, set-up included: Debian packages and the local PostgreSQL (tools/install-test-deps.sh), npm ci, then check-generated, lint, api-compat, the tests (test-suite), sdk-check, smoke-node.
+test: test-deps node_modules tools/sdk/node_modules/.package-lock.json
+	@$(MAKE) --no-print-directory check-generated
+	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory api-compat
+	@$(MAKE) --no-print-directory test-suite
+	@$(MAKE) --no-print-directory sdk-check
+	@$(MAKE) --no-print-directory smoke-node
+
+## Debian packages the tests need, installed when missing, and the local PostgreSQL, started when down.
+test-deps:
+	@./tools/install-test-deps.sh
+
+## The tests alone, on the production image's Node.js, against PostgreSQL (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres); one file: make test-suite TESTS=.build/test/users/create-user.test.js
+test-suite: node_modules $(TAP_STAMP) $(IMAGE_NODE_BIN)/node
+	$(ON_IMAGE_NODE) npm test -- $(TESTS)
 
 ## Alert rules: promtool check and unit tests (deploy/prometheus; also run by `make test`).
 test-alerts:
@@ -83,7 +117,7 @@ key: node_modules
 api-compat: node_modules
 	./tools/api-compat.mjs
 
-## The built server on the machine's own Node.js (the tests run on the image's): ready, create and read a user.
+## The built server on the machine's own Node.js (the tests run on the image's; an unsupported machine Node.js is replaced as above): ready, create and read a user.
 smoke-node: build
 	npx tsx tools/smoke-node.ts "$$(command -v node)"
 
@@ -91,7 +125,7 @@ smoke-node: build
 sdk-check: node_modules tools/sdk/node_modules/.package-lock.json
 	npx tsx tools/sdk-check.ts
 
-tools/sdk/node_modules/.package-lock.json: tools/sdk/package.json tools/sdk/package-lock.json
+tools/sdk/node_modules/.package-lock.json: tools/sdk/package.json tools/sdk/package-lock.json | supported-node
 	npm ci --prefix tools/sdk --no-audit --no-fund
 
 ## Applies pending migrations to DATABASE_URL.

@@ -132,7 +132,10 @@ t.test(
       return fresh
     }
 
-    await sleep(1500)
+    // Steady load first: at least 10 writes answered by the previous release (a busy machine
+    // takes longer; the condition, not a time, ends the wait).
+    const answered = (p: Phase) => writes.filter((w) => w.phase === p && w.status === 201).length
+    for (let k = 0; k < 600 && answered('old') < 10; k++) await sleep(50)
     t.ok(
       writes.some((w) => w.status === 201),
       'the previous release answers writes',
@@ -155,7 +158,7 @@ t.test(
     oldB.child.kill('SIGTERM')
     t.equal(await oldB.exited, 0, 'replica 2 (previous release) drained and exited 0')
     phase = 'new'
-    await sleep(1000)
+    for (let k = 0; k < 600 && answered('new') < 10; k++) await sleep(50)
     running = false
     await Promise.all(load)
 
