@@ -9,7 +9,8 @@
 import { execFileSync, spawn } from 'node:child_process'
 import { parse as parseYaml } from 'yaml'
 import { randomBytes } from 'node:crypto'
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -77,6 +78,7 @@ const app = await buildApp({
   logger: false,
 })
 let prism: ReturnType<typeof spawn> | undefined
+const temporary: string[] = []
 try {
   await migrate(sql)
   const base = await app.listen({ port: 0, host: '127.0.0.1' })
@@ -126,24 +128,39 @@ try {
     checkWalk(`${walk} walk against the service`, await go(base, 'sdk', `${walk}-${Date.now()}`, true), expected)
   }
 
-  // docs/integrators.md: its marked shell block, run as written against this service.
+  // docs/integrators.md: its marked shell block, run as written against this service, as a reader
+  // runs it: from a copy of the clone (its tracked files, the clone's node_modules), with an empty
+  // npm cache (npx fetches every generator) and no node_modules/.bin of this run on the PATH.
   const doc = readFileSync(path.join(projectRoot, 'docs/integrators.md'), 'utf8')
   const block = /<!-- sdk-check[^>]*-->\s*```shell\n([\s\S]*?)```/.exec(doc)?.[1]
   if (!block) throw new Error('docs/integrators.md has no sdk-check shell block')
-  const docDir = path.join(out, 'integrators')
-  mkdirSync(path.join(docDir, 'examples/client'), { recursive: true })
-  copyFileSync(
-    path.join(projectRoot, 'examples/client/orval.config.ts'),
-    path.join(docDir, 'examples/client/orval.config.ts'),
-  )
+  const clone = mkdtempSync(path.join(os.tmpdir(), 'sdk-check-clone-'))
+  const npmCache = mkdtempSync(path.join(os.tmpdir(), 'sdk-check-npm-cache-'))
+  temporary.push(clone, npmCache)
+  const tracked = execFileSync('git', ['ls-files', 'package.json', 'tsconfig.json', 'examples/client'], {
+    cwd: projectRoot,
+    encoding: 'utf8',
+  })
+  for (const file of tracked.split('\n').filter(Boolean)) {
+    mkdirSync(path.dirname(path.join(clone, file)), { recursive: true })
+    copyFileSync(path.join(projectRoot, file), path.join(clone, file))
+  }
+  symlinkSync(path.join(projectRoot, 'node_modules'), path.join(clone, 'node_modules'))
   writeFileSync(
-    path.join(docDir, 'commands.sh'),
-    `set -euo pipefail\ncd '${docDir}'\n${block.replaceAll('http://localhost:3000', base)}`,
+    path.join(clone, 'commands.sh'),
+    `set -euo pipefail\ncd '${clone}'\n${block.replaceAll('http://localhost:3000', base)}`,
   )
+  const readerPath = (process.env.PATH ?? '')
+    .split(path.delimiter)
+    .filter((dir) => !dir.includes(`${path.sep}node_modules${path.sep}`))
+    .join(path.delimiter)
   // Asynchronous: the commands fetch /openapi.json from this very process.
   const started = Date.now()
   await new Promise<void>((resolve, reject) => {
-    const child = spawn('bash', [path.join(docDir, 'commands.sh')], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn('bash', [path.join(clone, 'commands.sh')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, PATH: readerPath, npm_config_cache: npmCache, NODE_OPTIONS: '' },
+    })
     let log = ''
     child.stdout!.on('data', (d) => (log += d))
     child.stderr!.on('data', (d) => (log += d))
@@ -151,8 +168,10 @@ try {
       code === 0 ? resolve() : reject(new Error(`docs/integrators.md commands failed:\n${log}`)),
     )
   })
-  console.log(`ok   docs/integrators.md commands, as written (${((Date.now() - started) / 1000).toFixed(1)} s)`)
-  const client = path.join(docDir, 'examples/client')
+  console.log(
+    `ok   docs/integrators.md commands, as written, in a clone with an empty npm cache (${((Date.now() - started) / 1000).toFixed(1)} s)`,
+  )
+  const client = path.join(clone, 'examples/client')
   for (const generated of ['api.ts', 'hey-api/index.ts', 'orval/client.ts']) {
     compileStrict(`${generated} from the docs/integrators.md commands`, path.join(client, generated))
   }
@@ -183,6 +202,7 @@ try {
   console.log(`FAIL ${(err as Error).message}`)
 } finally {
   prism?.kill('SIGTERM')
+  for (const dir of temporary) rmSync(dir, { recursive: true, force: true })
   await app.close()
   await sql.end({ timeout: 5 })
   await admin.unsafe(`drop database if exists "${name}" with (force)`)

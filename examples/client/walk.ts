@@ -1,7 +1,7 @@
 // A downstream client as partners build it: types generated from the served /openapi.json by
 // openapi-typescript, calls made with openapi-fetch. No hand-written types, no hand edits.
 import createClient from 'openapi-fetch'
-import type { paths } from './generated/api.js'
+import type { paths } from './api.js'
 
 export async function walk(baseUrl: string, apiKey: string, id: string) {
   const client = createClient<paths>({ baseUrl, headers: { 'X-API-Key': apiKey } })
