@@ -22,6 +22,7 @@ import {
   stopServers,
 } from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
+import { recordPrinted } from './results-file.js'
 
 const ROUNDS = Number(process.env.BENCH_RUNS ?? 5)
 const SECONDS = Number(process.env.BENCH_DURATION ?? 5)
@@ -90,6 +91,11 @@ try {
       f.bad += result.non2xx + result.errors
     }
   }
+  const printed = recordPrinted(
+    'cpu-split',
+    'CPU per request, server and PostgreSQL apart (make bench-cpu)',
+    'make bench-cpu',
+  )
   console.log(
     `| case | req/s | server µs/request | PostgreSQL µs/request | sum | servers' core busy | load core busy | non-2xx |\n|---|---|---|---|---|---|---|---|`,
   )
@@ -103,6 +109,7 @@ try {
   console.log(
     `(${SETUP} set-up; medians of ${ROUNDS} rounds of ${SECONDS} s; the load generator's own CPU is on the other core and not counted)`,
   )
+  printed.write()
 } finally {
   await stopServers()
   await bench.drop()

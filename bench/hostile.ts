@@ -25,6 +25,7 @@ import { migrate } from '../src/db/migrate.js'
 import { ADMIN_URL, databaseUrl } from '../test/helpers/database.js'
 import { freePort } from '../test/helpers/server-process.js'
 import { API_KEY, benchNodeOptions, cpuTicks, startServer, stopServers } from './harness.js'
+import { writeResults } from './results-file.js'
 
 const parts = new Set((process.env.BENCH_HOSTILE_PARTS ?? '1,2,3,4').split(','))
 const STALLED = Number(process.env.BENCH_STALLED ?? 2000)
@@ -498,4 +499,10 @@ await stopServers()
 await admin.unsafe(`drop database if exists "${dbName}" with (force)`)
 await admin.end()
 
-console.log(`\n| measure | value | target |\n|---|---|---|\n${rows.map((r) => `| ${r.join(' | ')} |`).join('\n')}`)
+const table = `| measure | value | target |\n|---|---|---|\n${rows.map((r) => `| ${r.join(' | ')} |`).join('\n')}`
+console.log(`\n${table}`)
+// A run of some parts only (BENCH_HOSTILE_PARTS) prints; a full run replaces the results file.
+if (!process.env.BENCH_HOSTILE_PARTS)
+  console.log(
+    `results: ${writeResults('hostile', 'The HTTP edge under hostile load (make bench-hostile)', 'make bench-hostile', `Against the built server, \`REQUEST_TIMEOUT_MS\` ${REQUEST_TIMEOUT_MS}.\n\n${table}`)}`,
+  )

@@ -20,6 +20,7 @@ import {
   stopServers,
 } from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
+import { recordPrinted } from './results-file.js'
 
 const ROUNDS = Number(process.env.BENCH_RUNS ?? 5)
 const SECONDS = Number(process.env.BENCH_DURATION ?? 4)
@@ -88,6 +89,7 @@ try {
     }
   }
 
+  const printed = recordPrinted('otel', 'What tracing costs: CPU per request (make bench-otel)', 'make bench-otel')
   console.log(
     `| case | service | req/s | server CPU µs/request | of which not the main thread | untraced µs / this µs | servers' core busy | non-2xx |\n|---|---|---|---|---|---|---|---|`,
   )
@@ -109,6 +111,7 @@ try {
   console.log(
     `(${CONNECTIONS} connections${TOGETHER ? ' to each service, all services loaded at once' : ''}; medians of ${ROUNDS} rounds of ${SECONDS} s; PostgreSQL and the load generator on the other core)`,
   )
+  printed.write('Analysis and the sampling decision: docs/performance.md, "Tracing".')
 } finally {
   await stopServers()
   await bench.drop()

@@ -13,6 +13,7 @@ import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
 import { API_KEY, createBenchDatabase } from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
+import { recordPrinted } from './results-file.js'
 
 const N = Number(process.env.BENCH_REQUESTS ?? 2000)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10)
@@ -127,5 +128,13 @@ try {
 } finally {
   await bench.drop()
 }
+const printed = recordPrinted(
+  'otel-instructions',
+  'What tracing costs: instructions per request (make bench-otel-instructions)',
+  `make bench-otel-instructions RATIOS="${process.argv.slice(2).join(' ')}"`,
+)
 console.log('| case | sampling | requests | instructions per request | non-2xx |\n|---|---|---|---|---|')
 for (const l of results) console.log(l)
+printed.write(
+  'Counted by valgrind (callgrind): unmoved by other work on the machine. Analysis: docs/performance.md, "Tracing".',
+)

@@ -5,8 +5,7 @@
 // drift by tens of percent between minutes, so every figure is a ratio to a reference measured
 // right next to it: each run of the service is paired with a run of its reference (the order
 // alternating), and the ratio reported is the median of the paired ratios.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
-import os from 'node:os'
+import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
@@ -28,6 +27,7 @@ import {
 } from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
 import { METRICS_WINDOWS, METRICS_TARGETS_MS, seedDocsSearch, TELEMETRY_SHAPE } from './telemetry-seed.js'
+import { resultsHeader } from './results-file.js'
 
 // Many short pairs: on a shared VM the speed a process gets moves within seconds (two 5 s runs
 // of one server have read 51 and 75 µs of CPU per request), and a pair's two runs should see the
@@ -55,19 +55,12 @@ const BEFORE: Record<string, number> = {
 // Noise between two runs on this shared machine: a ratio this far under BEFORE still counts as "not worse".
 const NOISE = 0.05
 const RESULTS = path.join(projectRoot, 'bench/results.md')
-const PROFILE_HEADING = '## Where the time goes'
-/** The profile section of bench/results.md, which a run does not measure and must not erase. */
-function handWritten(): string {
-  const text = existsSync(RESULTS) ? readFileSync(RESULTS, 'utf8') : ''
-  const at = text.indexOf(PROFILE_HEADING)
-  return at === -1 ? '' : text.slice(at)
-}
 // Comma-separated case-name prefixes to run (all when unset), e.g. BENCH_CASES='GET user,POST user'.
 const ONLY = process.env.BENCH_CASES?.split(',').map((x) => x.trim().toLowerCase())
 
 interface Case {
   name: string
-  /** The issue's target at 50 connections in the node-bound set-up: the ratio to the ceiling's same route. */
+  /** The target at 50 connections in the node-bound set-up: the ratio to the ceiling's same route. */
   target: number
   /** events per request, for throughput in events/s */
   perRequest?: number
@@ -141,7 +134,7 @@ try {
   const ceiling = await startCeiling(bench.url, 3602)
   const requests = await createBenchRequests(sql, service.base)
 
-  // Targets: the issue's, for 50 connections in the node-bound set-up.
+  // Targets for 50 connections in the node-bound set-up.
   const cases: Case[] = [
     { name: 'GET user', target: 0.8, request: requests.getUser },
     { name: 'POST user (new key)', target: 0.9, request: requests.postNewUser },
@@ -274,9 +267,8 @@ try {
       return `| ${r.c.name} | ${SETUP_LABEL[r.setup]} | ${fmt(r.ratio)} | ${fmt(r.cpuRatio)} | ${fmt(r.p99Ratio)}× | ${r.bad} | ${goal} |`
     })
   const table = [
-    `# Benchmark results`,
-    ``,
-    `${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, PostgreSQL 15 on the same machine (a shared, busy one: ratios, not absolute figures).`,
+    ...resultsHeader('Service vs ceiling (make bench)', 'make bench'),
+    `PostgreSQL 15 on the same machine (when shared and busy: ratios, not absolute figures).`,
     `Servers pinned to core ${SERVER_CPU}, autocannon to core ${LOAD_CPU}. PostgreSQL${bench.postgresPinned ? '' : ' (could not be pinned: both cores)'}: (a) node-bound, on core ${LOAD_CPU} with autocannon, the server alone on its core;`,
     `(b) shared, on core ${SERVER_CPU} with the servers. Per case and set-up: ${WARMUP} s warm-up each, then ${RUNS} pairs of ${DURATION} s runs (the telemetry batch: ${LONG_RUNS} of ${LONG_DURATION} s)`,
     `(service, ceiling; the order alternating). Ratio: median of the paired ratios (min–max); req/s and latencies: medians. The ceiling is`,
@@ -290,7 +282,7 @@ try {
     `|---|---|---|---|---|---|---|---|---|---|---|`,
     ...rows,
     ``,
-    `Telemetry batch rows are events/s (their CPU per request is per batch). Targets at 50 connections: (a) the issue's ratios; (b) not worse than the table before (PostgreSQL on the servers' core):`,
+    `Telemetry batch rows are events/s (their CPU per request is per batch). Targets at 50 connections: (a) the target ratios; (b) not worse than the table before (PostgreSQL on the servers' core):`,
     ``,
     `| case | set-up | ratio | CPU ratio | p99 / ceiling p99 | non-2xx | target |`,
     `|---|---|---|---|---|---|---|`,
@@ -307,9 +299,8 @@ try {
     ``,
   ].join('\n')
   // A partial run (BENCH_CASES) or a traced one (BENCH_OTEL) only prints: bench/results.md always
-  // holds a full run of the service as deployed by default (tracing off).
-  // The hand-written "Where the time goes" section below the generated tables is kept.
-  if (!ONLY && !process.env.BENCH_OTEL) writeFileSync(RESULTS, `${table}\n${handWritten()}`)
+  // holds a full run of the service as deployed by default (tracing off). Analysis: docs/performance.md.
+  if (!ONLY && !process.env.BENCH_OTEL) writeFileSync(RESULTS, `${table}\nAnalysis: docs/performance.md.\n`)
   console.log(`\n${table}`)
 } finally {
   await stopServers()

@@ -1,7 +1,7 @@
 // `make bench-scale`: the scale-out shape on one machine. GET user and POST user through HAProxy
 // (deploy/haproxy.cfg) with 1, 2 and 3 replicas sharing one PostgreSQL database and one private
 // Redis; then the cost of the Redis round trip: GET user on a replica with REDIS_URL against one
-// with the in-memory store, many short paired runs alternating in one session, driven by wrk
+// with the in-memory store, many short paired runs alternating in one run, driven by wrk
 // (median of the ratios). The replicas run on BENCH_SERVER_CPU (core 0 unless set, as in
 // `make bench`); HAProxy, Redis, PostgreSQL and the load generator (autocannon; wrk for the
 // Redis comparison) on the other core (the Makefile pins this driver, whose children inherit
@@ -35,6 +35,7 @@ import {
 } from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
 import { runWrk } from './wrk.js'
+import { resultsHeader } from './results-file.js'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20)
@@ -243,13 +244,8 @@ try {
   const cpuRatio = median(memoryCpu.map((m, i) => m / redisCpu[i]!))
 
   lines.push(
-    '# bench-scale results',
-    '',
-    `Run ${new Date().toISOString()} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}.`,
-    `autocannon ${CONNECTIONS} connections, ${DURATION} s per case, from the same machine; load average at the end ${os
-      .loadavg()
-      .map((x) => x.toFixed(1))
-      .join(' / ')} (1/5/15 min).`,
+    ...resultsHeader('Replicas behind HAProxy, and the rate-limit store (make bench-scale)', 'make bench-scale'),
+    `autocannon ${CONNECTIONS} connections, ${DURATION} s per case, from the same machine.`,
     '',
     '## Through HAProxy with 1, 2 and 3 replicas (Redis rate-limit store, one PostgreSQL database)',
     '',
@@ -269,7 +265,7 @@ try {
     `| Redis | ${redisRps.map((x) => x.toFixed(0)).join(', ')} | ${redisCpu.map((x) => x.toFixed(0)).join(', ')} |`,
     `| in memory | ${memoryRps.map((x) => x.toFixed(0)).join(', ')} | ${memoryCpu.map((x) => x.toFixed(0)).join(', ')} |`,
     '',
-    `Median ratio Redis / in memory over ${RUNS} paired runs of ${COMPARE_DURATION} s (order alternating): **${ratio.toFixed(3)}** in req/s (target >= 0.85, issue 31;`,
+    `Median ratio Redis / in memory over ${RUNS} paired runs of ${COMPARE_DURATION} s (order alternating): **${ratio.toFixed(3)}** in req/s (target >= 0.85;`,
     `${meanRatio.toFixed(3)} as the ratio of their mean req/s); **${cpuRatio.toFixed(3)}** in requests per replica CPU second (in-memory µs / Redis µs per request).`,
     '',
     `Redis' own CPU per decision (INFO, user + system): ${redisOwnCpu.map((x) => x.toFixed(1)).join(', ')} µs, median ${median(redisOwnCpu).toFixed(1)};`,

@@ -9,7 +9,6 @@
 // piece of work takes on each core (core-speed.ts): on a shared VM the machine's own speed moves,
 // and the report shows how closely the throughput followed it.
 import { readFileSync, writeFileSync } from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
@@ -28,6 +27,7 @@ import {
   stopServers,
 } from './harness.js'
 import { createBenchRequests, loadOptions } from './requests.js'
+import { resultsHeader } from './results-file.js'
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600)
 const SAMPLE_SECONDS = Number(process.env.SOAK_SAMPLE_SECONDS ?? 10)
@@ -143,9 +143,8 @@ try {
     return `${name} ${Math.min(...ms).toFixed(0)}–${Math.max(...ms).toFixed(0)} ms (r = ${r.toFixed(2)})`
   }
   const report = [
-    '# Soak results',
-    '',
-    `${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}. Service on core ${SERVER_CPU}, autocannon on the other, PostgreSQL ${bench.postgresPinned ? (SETUP === 'shared' ? 'with the service' : 'with autocannon') : 'unpinned'} (${SETUP} set-up),`,
+    ...resultsHeader('Soak (make bench-soak)', `SOAK_SECONDS=${SECONDS} SOAK_SETUP=${SETUP} make bench-soak`),
+    `Service on core ${SERVER_CPU}, autocannon on the other, PostgreSQL ${bench.postgresPinned ? (SETUP === 'shared' ? 'with the service' : 'with autocannon') : 'unpinned'} (${SETUP} set-up),`,
     `${CONNECTIONS} connections for ${SECONDS} s, a mix of GET user, POST user (new key), replayed POST, due list and review.`,
     '',
     `- requests: ${answered} answered, ${failed} non-2xx, ${result.errors} errors; mean ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms`,

@@ -12,7 +12,7 @@ import { createTelemetryLifecycleRepository, DAY_MS, partitionName } from '../sr
 export const SEARCHES = Number(process.env.BENCH_SEARCHES ?? 2_500_000)
 export const TELEMETRY_SHAPE = `${((SEARCHES * 4) / 1e6).toFixed(1)}M events (${(SEARCHES / 1e6).toFixed(2)}M searches of 4 events over 7 days)`
 export const METRICS_WINDOWS = [60, 720, 1440, 10080]
-/** The issue's targets, median ms over 10M events. */
+/** The targets, median ms over 10M events. */
 export const METRICS_TARGETS_MS: Record<number, number> = { 60: 20, 1440: 100, 10080: 300 }
 
 const WEEK_MS = 7 * 24 * 3_600_000

@@ -29,6 +29,7 @@ import { ADMIN_URL, databaseUrl } from '../test/helpers/database.js'
 import { freePort } from '../test/helpers/server-process.js'
 import { evict, relationFiles, residentBytes } from './page-cache.js'
 import { METRICS_TARGETS_MS } from './telemetry-seed.js'
+import { recordPrinted } from './results-file.js'
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 100_000_000)
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8)
@@ -87,6 +88,12 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const)
     console.log(`${signal}: dropping ${name}`)
     void admin.unsafe(`drop database if exists "${name}" with (force)`).finally(() => process.exit(130))
   })
+const printed = recordPrinted(
+  'telemetry',
+  `Telemetry at ${EVENTS.toLocaleString('en')} events over ${DAYS} days (make bench-telemetry)`,
+  `BENCH_EVENTS=${EVENTS} BENCH_DAYS=${DAYS} BENCH_CONCURRENCY=${CONCURRENCY} make bench-telemetry`,
+)
+let completed = false
 try {
   await migrate(sql)
   // The partitions a service running all week would have made (it makes yesterday's to two days ahead).
@@ -306,6 +313,7 @@ try {
   console.log(
     `erase one session of ${(erased as { erased_events: number }).erased_events} events: ${fmt(performance.now() - t0)} ms (target < 1 s)`,
   )
+  completed = true
 } finally {
   ddl?.release()
   if (child && child.exitCode === null) {
@@ -317,4 +325,6 @@ try {
   if (process.env.BENCH_KEEP === '1') console.log(`kept the database ${name}`)
   else await admin.unsafe(`drop database if exists "${name}" with (force)`)
   await admin.end()
+  // Only a run that reached its end replaces the results file.
+  if (completed) printed.write('Analysis: docs/telemetry-lifecycle.md and docs/performance.md.')
 }
