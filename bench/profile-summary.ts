@@ -1,5 +1,5 @@
 // Where the service's CPU time goes, from a V8 profile written by `BENCH_PROFILE=dir make bench`:
-// self time summed into the categories of the performance issue, as shares of the busy time
+// self time summed into categories of the service's work, as shares of the busy time
 // (idle excluded), then the top functions. Usage: npx tsx bench/profile-summary.ts <dir|file>
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'

@@ -2,7 +2,7 @@
 // SDK's sampler (OTEL_TRACES_SAMPLER, parent-based on the caller's traceparent), and an unsampled
 // request gets nothing more: no context entered, no attribute, no logger binding. Only a sampled
 // request pays for its span. (@fastify/otel builds and enters a context for every request,
-// sampled or not: bench/results.md, "Tracing cost".)
+// sampled or not: docs/performance.md, "Tracing".)
 import {
   type Context,
   propagation,

@@ -39,7 +39,9 @@ const dashboardExprs = dashboard.panels.flatMap((p) =>
 function promtool(...args: string[]) {
   const run = spawnSync('promtool', args, { encoding: 'utf8' })
   if (run.error)
-    throw new Error(`promtool is not installed (Debian package prometheus; make test installs it, tools/install-test-deps.sh): ${run.error.message}`)
+    throw new Error(
+      `promtool is not installed (Debian package prometheus; make test installs it, tools/install-test-deps.sh): ${run.error.message}`,
+    )
   return { status: run.status, output: `${run.stdout}${run.stderr}` }
 }
 
