@@ -28,12 +28,31 @@ supported-node: $(IMAGE_NODE_BIN)/node
 	@echo "Node.js $(or $(MACHINE_NODE),(none)) is not supported (22 or 24): running on Node.js $(IMAGE_NODE_VERSION) from .cache/" >&2
 endif
 
-NPM_STAMP := node_modules/.package-lock.json
+# npm's record of the installed tree: an install, full or not, newer than package.json and the lock.
+INSTALL_CURRENT := [ node_modules/.package-lock.json -nt package-lock.json ] && [ node_modules/.package-lock.json -nt package.json ]
+
+# Every dependency: the tests, the linters and the tools need them (tap is one, a production install lacks it).
+NPM_STAMP := node_modules/.installed-all
 
 $(NPM_STAMP): package.json package-lock.json | supported-node
-	npm ci --no-audit --no-fund
+	@if $(INSTALL_CURRENT) && [ -x node_modules/.bin/tap ]; then :; else npm ci --no-audit --no-fund; fi
+	@touch $@ $(RUN_STAMP)
 
 node_modules: $(NPM_STAMP)
+
+# What running needs, when nothing more is installed: the production dependencies (about 260 of
+# the 856 packages; Pact, Redocly, Spectral, tap and the like are for the tests and the tools) and,
+# to build, the lock's TypeScript kept in .cache/. A full install serves `make run` as well.
+RUN_STAMP := node_modules/.installed-run
+TYPESCRIPT_VERSION := $(shell sed -n '/"node_modules\/typescript": {/,/"version"/s/.*"version": "\(.*\)".*/\1/p' package-lock.json)
+CACHED_TSC := .cache/typescript-$(TYPESCRIPT_VERSION)/node_modules/.bin/tsc
+
+$(RUN_STAMP): package.json package-lock.json | supported-node
+	@if $(INSTALL_CURRENT); then :; else npm ci --omit=dev --no-audit --no-fund; fi
+	@touch $@
+
+$(CACHED_TSC):
+	npm install --prefix .cache/typescript-$(TYPESCRIPT_VERSION) --no-save --no-audit --no-fund --loglevel=error typescript@$(TYPESCRIPT_VERSION)
 
 # tap rebuilds its Test class when package.json's plugins differ from the ones it was built with,
 # but the run that rebuilds has already chosen its loaders: the first `tap` after `npm ci` loads
@@ -49,8 +68,10 @@ $(TAP_STAMP): $(NPM_STAMP) package.json
 BUILD_STAMP := dist/.built
 BUILD_SOURCES := $(shell find src handlers generated -type f) tsconfig.json tsconfig.build.json
 
-$(BUILD_STAMP): $(NPM_STAMP) $(BUILD_SOURCES)
-	npm run build
+# npm run puts node_modules/.bin first: a full install's tsc, else the cached one.
+$(BUILD_STAMP): $(RUN_STAMP) $(BUILD_SOURCES)
+	@test -x node_modules/.bin/tsc || $(MAKE) --no-print-directory $(CACHED_TSC)
+	PATH="$(CURDIR)/$(dir $(CACHED_TSC)):$$PATH" npm run build
 	@touch $@
 
 build: $(BUILD_STAMP)
@@ -118,7 +139,7 @@ api-compat: node_modules
 	./tools/api-compat.mjs
 
 ## The built server on the machine's own Node.js (the tests run on the image's; an unsupported machine Node.js is replaced as above): ready, create and read a user.
-smoke-node: build
+smoke-node: build node_modules
 	npx tsx tools/smoke-node.ts "$$(command -v node)"
 
 ## Clients generated from the served /openapi.json by openapi-typescript + openapi-fetch, @hey-api/openapi-ts and orval: tsc --strict, a walk through every operation on the service, and on a Prism mock; the docs/integrators.md commands as written; a 1.1.1 client's own walk.
@@ -142,11 +163,11 @@ contract: node_modules
 	CONTRACT_SELF_CHECK=1 npx tsx tools/contract-proxy.ts > /dev/null
 
 ## Service vs bare Fastify + postgres.js ceiling, PostgreSQL off and on the servers' core (set-ups a, b), with each server's CPU per request and its core's busy share, and the KPIs over 10M events (writes bench/results.md). BENCH_DURATION, BENCH_RUNS, BENCH_CONNECTIONS, BENCH_SETUPS, BENCH_CASES; BENCH_OTEL=0.1 traces at that sampling ratio (prints only).
-bench: build
+bench: build node_modules
 	taskset -c 1 npx tsx bench/run.ts
 
 ## CPU per request on the servers' core, server and PostgreSQL apart: GET user and the replayed POST, on the service and on the ceiling.
-bench-cpu: build
+bench-cpu: build node_modules
 	taskset -c 1 npx tsx bench/cpu-split.ts
 
 ## CPU per request of each stage of the request pipeline (id, auth, rate limit, fairness, parsing, validation, handler, SQL, metrics, serialisation, write...), GET user, a replayed and a new POST, service and ceiling, from V8 profiles attributed by stack (writes bench/stages.md). BENCH_RUNS, BENCH_REQUESTS, BENCH_CONNECTIONS, BENCH_PROFILE_INTERVAL.
@@ -154,19 +175,19 @@ bench-stages: build
 	taskset -c 1 npx tsx bench/stages.ts
 
 ## What tracing costs: the service's CPU per request untraced and at BENCH_OTEL_RATIOS (default 0.1,1) sampling, GET user and POST user (new key), in alternating rounds on the servers' core (BENCH_OTEL_TOGETHER=1: all at once), the part off each server's main thread shown apart, and an untraced twin for the noise floor.
-bench-otel: build
+bench-otel: build node_modules
 	taskset -c 1 npx tsx bench/otel-cpu.ts
 
 ## The same as instructions per request, counted by valgrind's callgrind (unmoved by other work on the machine; slow: minutes per ratio). BENCH_REQUESTS, BENCH_CONNECTIONS; ratios as arguments: make bench-otel-instructions RATIOS="off 0.1 1".
-bench-otel-instructions: build
+bench-otel-instructions: build node_modules
 	npx tsx bench/otel-instructions.ts $(RATIOS)
 
 ## Ten minutes of mixed load (SOAK_SECONDS, SOAK_SETUP node-bound or shared): throughput and RSS per minute within ±10 % from the second minute on, beside a fixed piece of work timed on each core (bench/soak.md).
-bench-soak: build
+bench-soak: build node_modules
 	taskset -c 1 npx tsx bench/soak.ts
 
 ## 1, 2 and 3 replicas behind HAProxy (shared PostgreSQL and Redis), and GET user with the Redis vs in-memory rate-limit store (bench/scale.md). BENCH_DURATION, BENCH_CONNECTIONS (the balancer table); BENCH_RUNS, BENCH_COMPARE_DURATION, BENCH_COMPARE_CONNECTIONS (the comparison); BENCH_REPLICAS= runs the comparison alone.
-bench-scale: build bench-tools
+bench-scale: build node_modules bench-tools
 	taskset -c 1 npx tsx bench/scale.ts
 
 ## Debian packages the benchmarks start (wrk, HAProxy, redis-server), installed when missing.
@@ -175,7 +196,7 @@ bench-tools:
 	if [ -n "$$missing" ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; fi
 
 ## The HTTP edge under hostile load (built server): 1 MiB amplification, stalled uploads, an address flood, 4x overload, one key against another partner (bench/fairness.md).
-bench-hostile: build
+bench-hostile: build node_modules
 	npx tsx bench/hostile.ts
 
 clean:
