@@ -173,7 +173,7 @@ t.test('make key as the README shows it: KEYS_FILE gets the entry appended, and 
     'appended, in order',
   )
   // The README's shown file, with the digest filled in, is what make key wrote for acme.
-  const shown = /`partner-keys.json` then holds[^]*?```json\n([\s\S]*?)```/.exec(readme)?.[1]
+  const shown = /`partner-keys.json` then holds[\s\S]*?```json\n([\s\S]*?)```/.exec(readme)?.[1]
   t.same(
     JSON.parse(shown!.replace('<64 hex>', entries[0].secret_sha256)),
     [entries[0]],
