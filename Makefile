@@ -68,7 +68,8 @@ $(TAP_STAMP): $(NPM_STAMP) package.json
 BUILD_STAMP := dist/.built
 BUILD_SOURCES := $(shell find src handlers generated -type f) tsconfig.json tsconfig.build.json
 
-# npm run puts node_modules/.bin first: a full install's tsc, else the cached one.
+# npm run puts node_modules/.bin first: a full install's tsc, else the cached one. Targets that also
+# need the full install list node_modules before build, so that one install serves both.
 $(BUILD_STAMP): $(RUN_STAMP) $(BUILD_SOURCES)
 	@test -x node_modules/.bin/tsc || $(MAKE) --no-print-directory $(CACHED_TSC)
 	PATH="$(CURDIR)/$(dir $(CACHED_TSC)):$$PATH" npm run build
@@ -139,7 +140,7 @@ api-compat: node_modules
 	./tools/api-compat.mjs
 
 ## The built server on the machine's own Node.js (the tests run on the image's; an unsupported machine Node.js is replaced as above): ready, create and read a user.
-smoke-node: build node_modules
+smoke-node: node_modules build
 	npx tsx tools/smoke-node.ts "$$(command -v node)"
 
 ## Clients generated from the served /openapi.json by openapi-typescript + openapi-fetch, @hey-api/openapi-ts and orval: tsc --strict, a walk through every operation on the service, and on a Prism mock; the docs/integrators.md commands as written; a 1.1.1 client's own walk.
@@ -163,11 +164,11 @@ contract: node_modules
 	CONTRACT_SELF_CHECK=1 npx tsx tools/contract-proxy.ts > /dev/null
 
 ## Service vs bare Fastify + postgres.js ceiling, PostgreSQL off and on the servers' core (set-ups a, b), with each server's CPU per request and its core's busy share, and the KPIs over 10M events (writes bench/results.md). BENCH_DURATION, BENCH_RUNS, BENCH_CONNECTIONS, BENCH_SETUPS, BENCH_CASES; BENCH_OTEL=0.1 traces at that sampling ratio (prints only).
-bench: build node_modules
+bench: node_modules build
 	taskset -c 1 npx tsx bench/run.ts
 
 ## CPU per request on the servers' core, server and PostgreSQL apart: GET user and the replayed POST, on the service and on the ceiling.
-bench-cpu: build node_modules
+bench-cpu: node_modules build
 	taskset -c 1 npx tsx bench/cpu-split.ts
 
 ## CPU per request of each stage of the request pipeline (id, auth, rate limit, fairness, parsing, validation, handler, SQL, metrics, serialisation, write...), GET user, a replayed and a new POST, service and ceiling, from V8 profiles attributed by stack (writes bench/stages.md). BENCH_RUNS, BENCH_REQUESTS, BENCH_CONNECTIONS, BENCH_PROFILE_INTERVAL.
@@ -175,19 +176,19 @@ bench-stages: build
 	taskset -c 1 npx tsx bench/stages.ts
 
 ## What tracing costs: the service's CPU per request untraced and at BENCH_OTEL_RATIOS (default 0.1,1) sampling, GET user and POST user (new key), in alternating rounds on the servers' core (BENCH_OTEL_TOGETHER=1: all at once), the part off each server's main thread shown apart, and an untraced twin for the noise floor.
-bench-otel: build node_modules
+bench-otel: node_modules build
 	taskset -c 1 npx tsx bench/otel-cpu.ts
 
 ## The same as instructions per request, counted by valgrind's callgrind (unmoved by other work on the machine; slow: minutes per ratio). BENCH_REQUESTS, BENCH_CONNECTIONS; ratios as arguments: make bench-otel-instructions RATIOS="off 0.1 1".
-bench-otel-instructions: build node_modules
+bench-otel-instructions: node_modules build
 	npx tsx bench/otel-instructions.ts $(RATIOS)
 
 ## Ten minutes of mixed load (SOAK_SECONDS, SOAK_SETUP node-bound or shared): throughput and RSS per minute within ±10 % from the second minute on, beside a fixed piece of work timed on each core (bench/soak.md).
-bench-soak: build node_modules
+bench-soak: node_modules build
 	taskset -c 1 npx tsx bench/soak.ts
 
 ## 1, 2 and 3 replicas behind HAProxy (shared PostgreSQL and Redis), and GET user with the Redis vs in-memory rate-limit store (bench/scale.md). BENCH_DURATION, BENCH_CONNECTIONS (the balancer table); BENCH_RUNS, BENCH_COMPARE_DURATION, BENCH_COMPARE_CONNECTIONS (the comparison); BENCH_REPLICAS= runs the comparison alone.
-bench-scale: build node_modules bench-tools
+bench-scale: node_modules build bench-tools
 	taskset -c 1 npx tsx bench/scale.ts
 
 ## Debian packages the benchmarks start (wrk, HAProxy, redis-server), installed when missing.
@@ -196,7 +197,7 @@ bench-tools:
 	if [ -n "$$missing" ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; fi
 
 ## The HTTP edge under hostile load (built server): 1 MiB amplification, stalled uploads, an address flood, 4x overload, one key against another partner (bench/fairness.md).
-bench-hostile: build node_modules
+bench-hostile: node_modules build
 	npx tsx bench/hostile.ts
 
 clean:

@@ -14,8 +14,8 @@ import { addressClient } from '../external/rate-limit.js'
 /**
  * The order of checks on a request, for every operation of the contract, in one place.
  * The served text (spec/openapi.yaml, "Order of checks") and README.md list the same numbered
- * stages with the same first status: test/platform/order-of-checks.test.ts holds all three equal,
- * so a new stage is a line here, an item there and the same item in the README.
+ * stages with the same first status (test/platform/order-of-checks.test.ts holds all three equal),
+ * so a new stage is a line here, an item in the spec's list and the same item in the README.
  *
  *   onRequest (before the body is read), on operations behind a security requirement
  *     1. rate limit            429 COMMON_429   SECURITY_RATE_LIMIT_EXCEEDED: requests per window, per client
