@@ -172,7 +172,7 @@ bench-cpu: node_modules build
 	taskset -c 1 npx tsx bench/cpu-split.ts
 
 ## CPU per request of each stage of the request pipeline (id, auth, rate limit, fairness, parsing, validation, handler, SQL, metrics, serialisation, write...), GET user, a replayed and a new POST, service and ceiling, from V8 profiles attributed by stack (writes bench/stages.md). BENCH_RUNS, BENCH_REQUESTS, BENCH_CONNECTIONS, BENCH_PROFILE_INTERVAL.
-bench-stages: build
+bench-stages: node_modules build
 	taskset -c 1 npx tsx bench/stages.ts
 
 ## What tracing costs: the service's CPU per request untraced and at BENCH_OTEL_RATIOS (default 0.1,1) sampling, GET user and POST user (new key), in alternating rounds on the servers' core (BENCH_OTEL_TOGETHER=1: all at once), the part off each server's main thread shown apart, and an untraced twin for the noise floor.
