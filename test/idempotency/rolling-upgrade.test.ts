@@ -7,14 +7,18 @@
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { legacyKeyId } from '../../src/auth/api-keys.js'
-import { requestHash } from '../../src/idempotency/request-hash.js'
 import { API_KEY, buildTestApp, newKey } from '../helpers/app.js'
 
+// One fixed body (each test has a database of its own) and the request hash the previous release
+// stored for it, written out rather than computed by this release's code: a change to the hash
+// would otherwise agree with itself. The previous release's request-hash.ts: SHA-256 over
+// {"full_name":"Rolling Upgrade","system_user_id":"r-fixed-01","system_uuid":"5f0c8a4e-..."}.
 const userBody = () => ({
-  system_user_id: `r-${randomUUID().slice(0, 8)}`,
-  system_uuid: randomUUID(),
+  system_user_id: 'r-fixed-01',
+  system_uuid: '5f0c8a4e-2b7d-4c1e-9a3f-6d2e8b1c4a70',
   full_name: 'Rolling Upgrade',
 })
+const PREVIOUS_RELEASE_HASH = '2f7cd3b5a903d37c70ea3385af47d8a92d69573be49fce6ccea713e44b31ed43'
 
 t.test('a record stored by the previous release replays here, the same bytes', async (t) => {
   const api = await buildTestApp(t)
@@ -33,7 +37,7 @@ t.test('a record stored by the previous release replays here, the same bytes', a
   // The previous release's insertAnswer (without a learner), as it sent it.
   await api.db.sql`
     insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-    values (${legacyKeyId(API_KEY)}, '/api/v1/user', ${key}, ${requestHash(body)}, 201, ${answer}, now() + make_interval(hours => ${24}))`
+    values (${legacyKeyId(API_KEY)}, '/api/v1/user', ${key}, ${PREVIOUS_RELEASE_HASH}, 201, ${answer}, now() + make_interval(hours => ${24}))`
   const replay = await api.post('/api/v1/user', body, key)
   t.equal(replay.statusCode, 201)
   t.equal(replay.headers['idempotent-replayed'], 'true')
@@ -56,7 +60,7 @@ t.test('the previous release finds what this one stored, and its inserts still w
     from idempotency_records
     where key_id = ${legacyKeyId(API_KEY)} and scope = '/api/v1/user' and idempotency_key = ${key}
       and expires_at > now() and status_code is not null`
-  t.same(found, { request_hash: requestHash(body), status_code: 201, response_body: created.body })
+  t.same(found, { request_hash: PREVIOUS_RELEASE_HASH, status_code: 201, response_body: created.body })
 
   // Its insert with the learner check, for a write on a learner's behalf.
   const [learner] = await api.db
@@ -82,7 +86,7 @@ t.test('a record from before key ids is not replayed: the write runs', async (t)
   const body = userBody()
   await api.db
     .sql`insert into idempotency_records (scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-                   values ('/api/v1/user', 'pre-0009', ${requestHash(body)}, 201, '{"old":true}', now() + interval '1 hour')`
+                   values ('/api/v1/user', 'pre-0009', ${PREVIOUS_RELEASE_HASH}, 201, '{"old":true}', now() + interval '1 hour')`
   const res = await api.post('/api/v1/user', body, 'pre-0009')
   t.equal(res.statusCode, 201)
   t.notOk(res.headers['idempotent-replayed'])
