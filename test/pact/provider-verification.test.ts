@@ -75,6 +75,15 @@ function stateHandlersVia(url: string): StateHandlers {
   )
 }
 
+/** The verifier's results (pact_ffi's JSON), handed back on success and as the error's message on failure. */
+interface VerificationResults {
+  errors: { interaction: string; mismatch: { mismatches?: { type: string; expected?: unknown; actual?: unknown }[] } }[]
+  interactionResults: { description: string; providerStates: string[]; result: string }[]
+}
+
+const pactInteractions = (): { description: string; providerStates?: { name: string }[] }[] =>
+  readdirSync(dir).flatMap((f) => JSON.parse(readFileSync(path.join(dir, f), 'utf8')).interactions)
+
 t.test('the provider verifies every interaction on PostgreSQL, states set through the state route', async (t) => {
   const { url } = await startService(t, { APP_ENV: 'qa', CONTRACT_STATES: '1' })
   const output = await new Verifier({
@@ -86,13 +95,27 @@ t.test('the provider verifies every interaction on PostgreSQL, states set throug
     customProviderHeaders: [`X-API-Key: ${KEY}`],
     logLevel: 'warn',
   }).verifyProvider()
-  t.ok(output !== undefined, 'every interaction verified')
+  const results = JSON.parse(output) as VerificationResults
+  const interactions = pactInteractions()
+  t.same(results.errors, [], 'no mismatch')
+  t.equal(results.interactionResults.length, interactions.length, `all ${interactions.length} interactions verified`)
+  t.same(
+    results.interactionResults.map((r) => r.description).sort(),
+    interactions.map((i) => i.description).sort(),
+    'each interaction of the pact, once',
+  )
+  t.ok(
+    results.interactionResults.every((r) => r.result === 'OK'),
+    'each one OK',
+  )
 })
 
-t.test('a verification fails when the service breaks the pact', async (t) => {
-  // The same pact against a service whose state route sets up nothing: the reads find no user.
+t.test('a verification fails on exactly the interactions whose provider state the service did not set', async (t) => {
+  // The same pact with no state handlers: the interactions that read a user or a conspectus a
+  // state would have made find none (404); the ones without a state still pass. A verifier that
+  // crashed or never ran rejects with something other than its results, and fails this test.
   const { url } = await startService(t, { APP_ENV: 'qa', CONTRACT_STATES: '1' })
-  const failed = await new Verifier({
+  const rejection = await new Verifier({
     provider: PROVIDER,
     providerBaseUrl: url,
     pactUrls: readdirSync(dir).map((f) => path.join(dir, f)),
@@ -101,10 +124,29 @@ t.test('a verification fails when the service breaks the pact', async (t) => {
   })
     .verifyProvider()
     .then(
-      () => false,
-      () => true,
+      () => undefined,
+      (err: Error) => err,
     )
-  t.ok(failed, 'without its provider states the verification fails')
+  if (!rejection) return t.fail('the verification passed without its provider states')
+  const results = JSON.parse(rejection.message) as VerificationResults
+  const interactions = pactInteractions()
+  const needState = interactions.filter((i) => (i.providerStates ?? []).length > 0).map((i) => i.description)
+  t.ok(
+    needState.length > 0 && needState.length < interactions.length,
+    'the pact has interactions with and without states',
+  )
+  t.same(
+    results.errors.map((e) => e.interaction.replace(/^.* - /, '')).sort(),
+    needState.sort(),
+    'the failures are exactly the interactions that need a state',
+  )
+  for (const e of results.errors)
+    t.match(
+      e.mismatch.mismatches?.find((m) => m.type === 'StatusMismatch'),
+      { actual: 404 },
+      `${e.interaction}: the service found nothing (404)`,
+    )
+  t.equal(results.interactionResults.length, interactions.length, 'every interaction was replayed')
 })
 
 t.test('the state route exists only for contract tests, never in production', async (t) => {
