@@ -3,7 +3,6 @@
 // recovers without a restart.
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createClient } from '../../src/db/client.js'
@@ -11,6 +10,7 @@ import { migrate } from '../../src/db/migrate.js'
 import { startPrivatePostgres } from '../helpers/private-postgres.js'
 import { freePort } from '../helpers/server-process.js'
 import { NO_LOAD_SHEDDING } from '../helpers/app.js'
+import { waitFor, within } from '../helpers/wait.js'
 
 const port = await freePort()
 const pg = startPrivatePostgres(t, port)
@@ -38,11 +38,10 @@ t.test('the database goes away and comes back', async (t) => {
 
   pg.stop()
 
-  const started = Date.now()
-  const ready = await app.inject({ method: 'GET', url: '/ready' })
+  // Answered (a hang fails at the deadline); how fast is bench/'s question, not this test's.
+  const ready = await within('readiness to answer with the database down', app.inject({ method: 'GET', url: '/ready' }))
   t.equal(ready.statusCode, 503)
   t.match(ready.json(), { status: 'not_ready', checks: { database: 'unavailable' }, db_latency_ms: null })
-  t.ok(Date.now() - started < 3000, 'readiness answers within its timeout')
 
   for (const request of [
     { method: 'GET' as const, url: userUrl, headers },
@@ -53,8 +52,7 @@ t.test('the database goes away and comes back', async (t) => {
       payload: { ...owner, system_user_id: 'other', full_name: 'G' },
     },
   ]) {
-    const t0 = Date.now()
-    const res = await app.inject(request)
+    const res = await within(`${request.method} to answer with the database down`, app.inject(request))
     t.equal(res.statusCode, 503, `${request.method} answers 503`)
     t.same(res.json(), {
       code: 'COMMON_503',
@@ -63,18 +61,16 @@ t.test('the database goes away and comes back', async (t) => {
       source: 'internal',
     })
     t.equal(res.headers['retry-after'], '5')
-    t.ok(Date.now() - t0 < 6000, 'bounded by the connect timeout, no hang')
   }
   t.equal((await app.inject({ method: 'GET', url: '/live' })).statusCode, 200, 'liveness is unaffected')
 
   pg.start()
 
-  let recovered = false
-  for (let i = 0; i < 30 && !recovered; i++) {
-    recovered = (await app.inject({ method: 'GET', url: '/ready' })).statusCode === 200
-    if (!recovered) await sleep(500)
-  }
-  t.ok(recovered, 'ready again without a restart')
+  await waitFor(
+    'ready again without a restart',
+    async () => (await app.inject({ method: 'GET', url: '/ready' })).statusCode === 200,
+    { everyMs: 200, timeoutMs: 60_000 },
+  )
   const read = await app.inject({ method: 'GET', url: userUrl, headers })
   t.equal(read.statusCode, 200)
   t.equal(read.json().full_name, 'F', 'the write acknowledged before the outage is there')

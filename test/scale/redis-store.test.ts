@@ -35,15 +35,28 @@ const admitted = async (redis: RedisWindowClient, key: string, n: number, window
 t.test('across a window boundary Redis admits max, never 2x max', async (t) => {
   const server = await startPrivateRedis(t)
   const redis = await client(t, server.url)
-  const started = Date.now()
-  t.equal(await admitted(redis, 'c', 5, 2000, 10), 5, 'first half of the quota at 0 s')
-  await sleep(1000)
-  t.equal(await admitted(redis, 'c', 5, 2000, 10), 5, 'second half at 1 s')
-  t.equal(await admitted(redis, 'c', 10, 2000, 10), 0, 'the window is full; rejections are not recorded')
-  await sleep(2200 - (Date.now() - started))
-  // A fixed window would have reset at 2 s and admit 10; the sliding one frees the first 5 only.
-  t.ok(Date.now() - started < 3000, "still inside the second pair's window")
-  t.equal(await admitted(redis, 'c', 10, 2000, 10), 5)
+  // Real time: the scenario holds only if the last check ran after the first half's window ended
+  // and before the second half's did. A loaded machine can stall past that; then the scenario
+  // runs again under a fresh client (no duration is asserted: the timings only say whether a run
+  // tested what it names).
+  for (let attempt = 1; attempt <= 5; attempt++) {
+    const c = `c${attempt}`
+    t.equal(await admitted(redis, c, 5, 2000, 10), 5, 'first half of the quota at 0 s')
+    const firstDone = Date.now()
+    await sleep(1000)
+    const secondStarted = Date.now()
+    t.equal(await admitted(redis, c, 5, 2000, 10), 5, 'second half at 1 s')
+    t.equal(await admitted(redis, c, 10, 2000, 10), 0, 'the window is full; rejections are not recorded')
+    await sleep(Math.max(0, firstDone + 2100 - Date.now()))
+    // A fixed window would have reset at 2 s and admit 10; the sliding one frees the first 5 only.
+    const last = await admitted(redis, c, 10, 2000, 10)
+    if (Date.now() - secondStarted < 2000) {
+      t.equal(last, 5)
+      return
+    }
+    t.comment(`attempt ${attempt}: the machine stalled past the second half's window; again`)
+  }
+  t.fail('no attempt ran inside its windows')
 })
 
 t.test('current and ttl match the in-memory store', async (t) => {
@@ -145,9 +158,7 @@ t.test('Redis down or paused: decisions fall back to the local window; sharing r
   t.ok(reasons.length >= 1)
   t.notOk(store.shared)
   server.resume()
-  const resumed = Date.now()
   t.ok(await untilShared(), 'sharing returns once Redis answers the probe')
-  t.ok(Date.now() - resumed < 10_000, 'within 10 s')
 })
 
 t.test('a window emptied of many stamps at once, and one half emptied', async (t) => {
