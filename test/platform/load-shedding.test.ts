@@ -9,6 +9,7 @@ import { loadConfig } from '../../src/config.js'
 import type { Sql } from '../../src/db/client.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { hogUntilOverloaded } from '../helpers/event-loop-hog.js'
+import { waitFor } from '../helpers/wait.js'
 
 t.test('an overloaded process sheds business requests, keeps /live, fails /ready, and recovers', async (t) => {
   const db = await createTestDatabase(t)
@@ -46,12 +47,13 @@ t.test('an overloaded process sheds business requests, keeps /live, fails /ready
   t.equal(ready.statusCode, 503, '/ready tells balancers to stop sending')
   t.equal(ready.json().checks.load, 'overloaded')
 
-  let recovered = false
-  for (let i = 0; i < 40 && !recovered; i++) {
-    await sleep(50)
-    recovered = (await get(userUrl)).statusCode === 404
-  }
-  t.ok(recovered, 'answers again within 2 s of the loop being on time')
+  await waitFor(
+    'the route to answer again once the loop is on time',
+    async () => (await get(userUrl)).statusCode === 404,
+    {
+      everyMs: 50,
+    },
+  )
   t.equal((await get('/ready')).statusCode, 200)
 })
 
@@ -77,7 +79,14 @@ t.test('a flood of /ready probes is one database check per second', async (t) =>
     'every probe answered ready',
   )
   t.equal(checks, 1, 'one query served them all')
-  await sleep(1100)
-  t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200)
-  t.equal(checks, 2, 'a probe after the second checks again')
+  // Probes until one checks again (the next second); each answered ready, one query for it.
+  await waitFor(
+    'a later probe to check the database again',
+    async () => {
+      t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200)
+      return checks > 1
+    },
+    { everyMs: 100 },
+  )
+  t.equal(checks, 2, 'a probe after the second checks again, once')
 })
