@@ -7,6 +7,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import { connect } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { waitFor } from '../helpers/wait.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { startServer } from '../helpers/server-process.js'
 import { startPrivateRedis } from '../helpers/private-redis.js'
@@ -126,8 +127,25 @@ t.test(
       t.equal((await fetch(`${server.base}${path}`)).status, 200, path)
 
     const ofTrace = (id: string) => sink.spans.filter((s) => s.traceId === id)
-    for (let i = 0; i < 100 && !ofTrace(traceId).some((s) => s.kind === 2); i++) await sleep(100)
-    await sleep(500) // the batch that holds the rest, if any
+    const serverSpanOf = (id: string) => ofTrace(id).some((s) => s.kind === 2)
+    // Every span that ended before now has arrived once a later request's span has: the batch
+    // processor exports in the order spans end, one batch at a time.
+    const exportedSoFar = async () => {
+      const marker = hex(16)
+      const res = await fetch(`${server.base}/api/v1/user/${randomUUID()}/marker`, {
+        headers: { 'x-api-key': apiKey, traceparent: `00-${marker}-${hex(8)}-01` },
+      })
+      await res.arrayBuffer()
+      await waitFor("a later request's span to be exported", () => serverSpanOf(marker), {
+        everyMs: 50,
+        timeoutMs: 60_000,
+      })
+    }
+    await waitFor("the write's server span to be exported", () => serverSpanOf(traceId), {
+      everyMs: 50,
+      timeoutMs: 60_000,
+    })
+    await exportedSoFar()
     const spans = ofTrace(traceId)
     t.ok(spans.length > 0, 'spans of the write arrived over OTLP/HTTP JSON')
     t.ok(
@@ -234,8 +252,8 @@ t.test(
     t.same(new Set(answers.map((a) => a.status)), new Set([200]), 'every concurrent read answered')
     const sampledTraces = mixed.filter((m) => m.sampled).map((m) => m.trace)
     const arrived = () => sampledTraces.every((id) => ofTrace(id).some((s) => s.kind === 2))
-    for (let i = 0; i < 100 && !arrived(); i++) await sleep(100)
-    await sleep(500)
+    await waitFor("the sampled reads' server spans to be exported", arrived, { everyMs: 50, timeoutMs: 60_000 })
+    await exportedSoFar()
     const statementsOf = (id: string) => ofTrace(id).filter((s) => s.attributes['db.system.name'] === 'postgresql')
     const perRead = sampledTraces.map((id) => {
       const server = ofTrace(id).filter((s) => s.kind === 2)
