@@ -3,14 +3,16 @@
 // answers in turn), with generated field values. The checks are the hostile sweep's: every
 // answer has a status the operation declares, the envelope and a body matching its schema
 // (buildTestApp checks each one against the contract), and no 5xx. Seeded like the hostile
-// sweep: STATEFUL_SEED reproduces a run, STATEFUL_RUNS sets the number of chains.
+// sweep: a fixed seed by default, STATEFUL_SEED=random draws one (printed), STATEFUL_SEED=<n>
+// reproduces a run, STATEFUL_RUNS sets the number of chains.
 import t from 'tap'
 import fc from 'fast-check'
 import { randomUUID } from 'node:crypto'
 import { buildTestApp, newKey } from '../helpers/app.js'
 import { readSpec } from '../../src/spec.js'
+import { sweepSeed } from '../helpers/sweep-seed.js'
 
-const seed = Number(process.env.STATEFUL_SEED ?? Math.floor(Math.random() * 2 ** 31))
+const seed = sweepSeed('STATEFUL_SEED', 20261128)
 const runs = Number(process.env.STATEFUL_RUNS ?? 60)
 t.comment(`stateful sweep: seed ${seed} (STATEFUL_SEED=${seed} reproduces it), ${runs} chains`)
 
