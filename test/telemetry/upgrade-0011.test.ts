@@ -11,6 +11,7 @@ import { createTelemetryRepository } from '../../src/repositories/telemetry.js'
 import { NO_LOAD_SHEDDING } from '../helpers/app.js'
 import { createPartlyMigratedDatabase } from '../helpers/database.js'
 import { REFERENCE_KPIS } from '../helpers/reference-kpis.js'
+import { waitFor } from '../helpers/wait.js'
 
 const DAY = 86_400_000
 const now = Date.now()
@@ -63,10 +64,11 @@ t.test('the previous release ingests and reads KPIs before, during and after 001
       answers.push('ok')
     }
   })()
-  await new Promise((r) => setTimeout(r, 100))
+  await waitFor('old-replica traffic before the migration', () => answers.length > 0)
   const applied = await migrate(db.sql)
   t.same(applied, ['0011_docs_search_events_partitioned.sql'])
-  await new Promise((r) => setTimeout(r, 200))
+  const roundsAtMigration = answers.length
+  await waitFor('old-replica traffic after the migration', () => answers.length > roundsAtMigration + 1)
   running = false
   await traffic
   t.ok(answers.length > 0, `${answers.length} rounds of old-replica traffic across the migration`)

@@ -7,6 +7,7 @@ import { migrate } from '../../src/db/migrate.js'
 import { createTelemetryRepository } from '../../src/repositories/telemetry.js'
 import { createPartlyMigratedDatabase } from '../helpers/database.js'
 import { REFERENCE_KPIS } from '../helpers/reference-kpis.js'
+import { waitFor } from '../helpers/wait.js'
 
 const MINUTE = 60_000
 const now = Date.now()
@@ -35,13 +36,14 @@ t.test('minute buckets filled for the stored events and kept for batches sent du
   const traffic = Array.from({ length: 2 }, async (_, w) => {
     while (running) await telemetry.append(batch(40, `during-${w}-${rounds++}`))
   })
-  await new Promise((r) => setTimeout(r, 50))
+  await waitFor('batches before the migrations', () => rounds > 2)
   t.same(await migrate(db.sql), [
     '0012_docs_search_kpi_minutes.sql',
     '0013_docs_search_kpi_minutes_wait.sql',
     '0014_docs_search_kpi_minutes_fill.sql',
   ])
-  await new Promise((r) => setTimeout(r, 100))
+  const roundsAtMigration = rounds
+  await waitFor('batches after the migrations', () => rounds > roundsAtMigration + 2)
   running = false
   await Promise.all(traffic)
   t.ok(rounds > 2, `${rounds} batches sent across the migrations`)
