@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-stages bench-otel bench-otel-instructions bench-soak test-alerts test-readme test-suite test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+.PHONY: format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-stages bench-otel bench-otel-instructions bench-soak mutation test-alerts test-readme test-suite test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
 
 # The production image's Node.js (the Dockerfile's NODE_IMAGE), from the npm registry's
 # node-<platform>-<arch> package, kept in .cache/ (not a project dependency). The tests run on it.
@@ -149,6 +149,13 @@ sdk-check: node_modules tools/sdk/node_modules/.package-lock.json
 
 tools/sdk/node_modules/.package-lock.json: tools/sdk/package.json tools/sdk/package-lock.json | supported-node
 	npm ci --prefix tools/sdk --no-audit --no-fund
+
+## Mutation testing (StrykerJS, tools/mutation/) of idempotency, auth, the telemetry lifecycle and erasure, the user and conspectus repositories, each with its own test files, incremental; writes bench/mutation.md. MUTATION_MODULES="auth users" for some. Slow (minutes per module on 2 cores): not in CI.
+mutation: node_modules $(TAP_STAMP) $(IMAGE_NODE_BIN)/node tools/mutation/node_modules/.package-lock.json
+	$(ON_IMAGE_NODE) node tools/mutation/run.mjs
+
+tools/mutation/node_modules/.package-lock.json: tools/mutation/package.json tools/mutation/package-lock.json
+	npm ci --prefix tools/mutation --no-audit --no-fund
 
 ## Applies pending migrations to DATABASE_URL.
 migrate: node_modules

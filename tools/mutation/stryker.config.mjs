@@ -1,0 +1,84 @@
+// StrykerJS over the core that guards data and access, one module at a time (MODULE=<name>), each
+// with the test files that cover it. Run from the repository root: `make mutation` (all modules)
+// or `make mutation MODULE=auth`. Stryker copies the project into .stryker-tmp/, puts every mutant
+// of the module into the TypeScript at once (switched on by an environment variable, which the
+// servers a test starts inherit), transpiles the tests into .build/ as `npm test` does, then runs
+// for each mutant only the test files that reached it (perTest coverage, one "test" per file).
+// Incremental: the last run's results per module (tools/mutation/incremental/) let a rerun retest
+// only mutants whose code or covering tests changed.
+const modules = {
+  idempotency: {
+    mutate: ['src/idempotency/**/*.ts'],
+    tests: [
+      'idempotency/hashed-properties',
+      'idempotency/request-hash',
+      'idempotency/learner-writes',
+      'idempotency/partners',
+      'idempotency/rolling-upgrade',
+    ],
+  },
+  auth: {
+    mutate: ['src/auth/**/*.ts'],
+    tests: [
+      'auth/scope-matrix',
+      'auth/key-registry',
+      'auth/key-limits-and-logs',
+      'auth/keys-on-one-connection',
+      'auth/systems',
+    ],
+  },
+  // The events' lifecycle (partitions, archiving, retention) and a session's erasure.
+  'telemetry-lifecycle': {
+    mutate: ['src/telemetry/lifecycle.ts', 'src/repositories/telemetry-lifecycle.ts', 'src/repositories/telemetry.ts:221-235'],
+    tests: ['telemetry/lifecycle', 'telemetry/erasure'],
+  },
+  users: {
+    mutate: ['src/repositories/users.ts'],
+    tests: ['users/create-user', 'users/update-user', 'idempotency/hashed-properties'],
+  },
+  conspectuses: {
+    mutate: ['src/repositories/conspectuses.ts'],
+    tests: ['conspectuses/conspectuses', 'conspectuses/error-log', 'schedule/leitner', 'idempotency/learner-writes'],
+  },
+}
+
+const name = process.env.MODULE
+const module = modules[name]
+if (!module) throw new Error(`MODULE must be one of: ${Object.keys(modules).join(', ')} (got ${name})`)
+
+export default {
+  packageManager: 'npm',
+  testRunner: 'tap',
+  plugins: ['@stryker-mutator/tap-runner'],
+  mutate: module.mutate,
+  buildCommand: 'node tools/build-tests.mjs',
+  tap: {
+    testFiles: module.tests.map((file) => `.build/test/${file}.test.js`),
+    nodeArgs: ['--enable-source-maps', '-r', '{{hookFile}}', '{{testFile}}'],
+  },
+  coverageAnalysis: 'perTest',
+  checkers: [],
+  // Two cores shared with others: one test process at a time beside Stryker itself.
+  concurrency: Number(process.env.STRYKER_CONCURRENCY ?? 1),
+  timeoutMS: 60_000,
+  timeoutFactor: 2,
+  disableTypeChecks: true,
+  incremental: true,
+  incrementalFile: `tools/mutation/incremental/${name}.json`,
+  ignorePatterns: [
+    '.build',
+    '.cache',
+    '.tap',
+    '.data',
+    'dist',
+    'bench/.runs',
+    'tools/sdk/node_modules',
+    'tools/mutation',
+    'examples/client/generated',
+  ],
+  tempDirName: '.stryker-tmp',
+  cleanTempDir: true,
+  // The incremental file is the full report (mutation-testing-report-schema): run.mjs reads it.
+  reporters: ['clear-text', 'progress-append-only'],
+  thresholds: { high: 90, low: 80, break: null },
+}
