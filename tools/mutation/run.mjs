@@ -77,7 +77,10 @@ Modules and their test files: tools/mutation/stryker.config.mjs. Score = (killed
 (killed + timed out + survived + no coverage).
 
 - date: ${new Date().toISOString()}
-- machine: ${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node.js ${process.version}; shared with other work (load average at the end ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})
+- machine: ${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node.js ${process.version}; shared with other work (load average at the end ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')})
 - commit: ${git('rev-parse', '--short', 'HEAD')}${dirty}
 - command: \`make mutation${chosen.length > 0 ? ` MUTATION_MODULES="${modules.join(' ')}"` : ''}\` (this run: ${Object.keys(ranAt).join(', ') || 'report only'}; other rows from the modules' last runs)
 

@@ -29,7 +29,11 @@ const modules = {
   },
   // The events' lifecycle (partitions, archiving, retention) and a session's erasure.
   'telemetry-lifecycle': {
-    mutate: ['src/telemetry/lifecycle.ts', 'src/repositories/telemetry-lifecycle.ts', 'src/repositories/telemetry.ts:221-235'],
+    mutate: [
+      'src/telemetry/lifecycle.ts',
+      'src/repositories/telemetry-lifecycle.ts',
+      'src/repositories/telemetry.ts:221-235',
+    ],
     tests: ['telemetry/lifecycle', 'telemetry/erasure'],
   },
   users: {
