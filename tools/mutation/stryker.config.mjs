@@ -38,7 +38,7 @@ const modules = {
   },
   users: {
     mutate: ['src/repositories/users.ts'],
-    tests: ['users/create-user', 'users/update-user', 'idempotency/hashed-properties'],
+    tests: ['users/user-repository', 'users/create-user', 'users/update-user', 'idempotency/hashed-properties'],
   },
   conspectuses: {
     mutate: ['src/repositories/conspectuses.ts'],

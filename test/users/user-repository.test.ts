@@ -1,0 +1,47 @@
+// The user repository on its own: the owner lookup, and which database errors of an update become
+// the natural-key conflict (USER_409 at the handler) and which are passed on as they are.
+import t from 'tap'
+import { randomUUID } from 'node:crypto'
+import { createUserRepository, UserKeyConflict, type NewUser } from '../../src/repositories/users.js'
+import { createTestDatabase } from '../helpers/database.js'
+
+const db = await createTestDatabase(t)
+const users = createUserRepository(db.sql)
+const newUser = (extra: Partial<NewUser> = {}): NewUser => ({
+  system_user_id: `u-${randomUUID().slice(0, 8)}`,
+  system_uuid: randomUUID(),
+  full_name: `Repo User ${randomUUID().slice(0, 8)}`,
+  username: null,
+  timezone: 'Europe/Paris',
+  is_row_invalid: 0,
+  invalidation_reason_uuid: null,
+  ...extra,
+})
+
+t.test("findOwner: the learner's client_uuid and time zone, or undefined", async (t) => {
+  const user = (await users.create(newUser()))!
+  t.same(await users.findOwner(user), { client_uuid: user.client_uuid, timezone: 'Europe/Paris' })
+  t.equal(await users.findOwner({ system_user_id: user.system_user_id, system_uuid: randomUUID() }), undefined)
+})
+
+t.test("an update onto another user's natural key is a UserKeyConflict", async (t) => {
+  const a = (await users.create(newUser()))!
+  const b = (await users.create(newUser({ system_user_id: a.system_user_id })))!
+  const conflict = await users.update(b, { system_uuid: a.system_uuid }).catch((err) => err)
+  t.ok(conflict instanceof UserKeyConflict, String(conflict))
+})
+
+t.test('any other database error of an update is passed on unchanged', async (t) => {
+  const a = (await users.create(newUser()))!
+  // An unknown column: not a unique violation at all.
+  const unknown = await users.update(a, { no_such_column: 1 } as never).catch((err) => err)
+  t.notOk(unknown instanceof UserKeyConflict)
+  t.equal(unknown.code, '42703')
+  // A unique violation of another constraint (one made for this test): not the natural key.
+  await db.sql`create unique index users_full_name_test on users (full_name)`
+  t.teardown(() => db.sql`drop index users_full_name_test`)
+  const b = (await users.create(newUser({ full_name: 'Someone Else' })))!
+  const other = await users.update(b, { full_name: a.full_name }).catch((err) => err)
+  t.notOk(other instanceof UserKeyConflict)
+  t.match(other, { code: '23505', constraint_name: 'users_full_name_test' })
+})
