@@ -6,7 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 
-const ALL = ['idempotency', 'auth', 'telemetry-lifecycle', 'users', 'conspectuses']
+const ALL = ['idempotency', 'auth', 'telemetry-lifecycle', 'telemetry-erasure', 'users', 'conspectuses']
 const chosen = (process.env.MUTATION_MODULES ?? '').split(/[\s,]+/).filter(Boolean)
 const modules = chosen.length > 0 ? chosen : ALL
 const report = 'bench/mutation.md'

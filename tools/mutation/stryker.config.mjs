@@ -27,14 +27,15 @@ const modules = {
       'auth/systems',
     ],
   },
-  // The events' lifecycle (partitions, archiving, retention) and a session's erasure.
+  // The events' lifecycle: partitions, archiving, retention.
   'telemetry-lifecycle': {
-    mutate: [
-      'src/telemetry/lifecycle.ts',
-      'src/repositories/telemetry-lifecycle.ts',
-      'src/repositories/telemetry.ts:221-235',
-    ],
+    mutate: ['src/telemetry/lifecycle.ts', 'src/repositories/telemetry-lifecycle.ts'],
     tests: ['telemetry/lifecycle', 'telemetry/erasure'],
+  },
+  // A session's erasure (eraseSession).
+  'telemetry-erasure': {
+    mutate: ['src/repositories/telemetry.ts:221-235'],
+    tests: ['telemetry/erasure'],
   },
   users: {
     mutate: ['src/repositories/users.ts'],
