@@ -1,7 +1,7 @@
 // `make mutation`: StrykerJS over each module in turn (MUTATION_MODULES, all by default), then
 // bench/mutation.md rewritten from the modules' incremental files (the full reports): score per
 // module and every surviving or uncovered mutant, with the reason it is accepted from
-// accepted.json (key: "file:line mutator -> replacement"), or "not reviewed".
+// accepted.json (key: "file:line:column mutator -> replacement"), or "not reviewed".
 import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -48,10 +48,11 @@ for (const m of ALL) {
       if (mutant.status !== 'Survived' && mutant.status !== 'NoCoverage') continue
       const line = mutant.location.start.line
       const replacement = (mutant.replacement ?? '').replace(/\s+/g, ' ').slice(0, 60)
-      const key = `${file}:${line} ${mutant.mutatorName} -> ${replacement}`
+      const column = mutant.location.start.column
+      const key = `${file}:${line}:${column} ${mutant.mutatorName} -> ${replacement}`
       const original = lines[line - 1]?.trim().slice(0, 70) ?? ''
       remaining.push(
-        `| ${m} | \`${file}:${line}\` | ${mutant.status} | ${mutant.mutatorName}: \`${replacement.replaceAll('|', '\\|')}\` in \`${original.replaceAll('|', '\\|')}\` | ${accepted[key] ?? 'not reviewed'} |`,
+        `| ${m} | \`${file}:${line}:${column}\` | ${mutant.status} | ${mutant.mutatorName}: \`${replacement.replaceAll('|', '\\|')}\` in \`${original.replaceAll('|', '\\|')}\` | ${accepted[key] ?? 'not reviewed'} |`,
       )
     }
   }

@@ -32,10 +32,10 @@ const modules = {
     mutate: ['src/telemetry/lifecycle.ts', 'src/repositories/telemetry-lifecycle.ts'],
     tests: ['telemetry/lifecycle', 'telemetry/erasure'],
   },
-  // A session's erasure (eraseSession).
+  // A session's erasure (eraseSession); its archived days are erased in the lifecycle's tests.
   'telemetry-erasure': {
     mutate: ['src/repositories/telemetry.ts:221-235'],
-    tests: ['telemetry/erasure'],
+    tests: ['telemetry/erasure', 'telemetry/lifecycle'],
   },
   users: {
     mutate: ['src/repositories/users.ts'],
