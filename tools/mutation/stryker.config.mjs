@@ -11,6 +11,7 @@ const modules = {
     mutate: ['src/idempotency/**/*.ts'],
     tests: [
       'idempotency/hashed-properties',
+      'idempotency/expiry',
       'idempotency/request-hash',
       'idempotency/learner-writes',
       'idempotency/partners',
