@@ -43,6 +43,7 @@ t.test('an expired answer is neither replayed nor a 409: the write runs again un
   t.equal(records[0]!.body, again.body, 'it holds the new answer')
   const replay = await api.post('/api/v1/user', other, key)
   t.equal(replay.headers['idempotent-replayed'], 'true', 'the new answer replays')
+  t.equal(replay.headers['content-type'], 'application/json; charset=utf-8', 'as JSON, like the first answer')
   t.equal(replay.body, again.body)
 })
 

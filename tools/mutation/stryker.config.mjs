@@ -12,6 +12,8 @@ const modules = {
     tests: [
       'idempotency/hashed-properties',
       'idempotency/expiry',
+      'idempotency/key-and-scope',
+      'users/create-user',
       'idempotency/request-hash',
       'idempotency/learner-writes',
       'idempotency/partners',
@@ -44,7 +46,7 @@ const modules = {
   },
   conspectuses: {
     mutate: ['src/repositories/conspectuses.ts'],
-    tests: ['conspectuses/conspectuses', 'conspectuses/error-log', 'schedule/leitner', 'idempotency/learner-writes'],
+    tests: ['conspectuses/conspectuses', 'conspectuses/error-log', 'schedule/leitner'],
   },
 }
 
