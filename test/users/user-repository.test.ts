@@ -18,30 +18,35 @@ const newUser = (extra: Partial<NewUser> = {}): NewUser => ({
   ...extra,
 })
 
+const keyOf = (u: { system_user_id: string; system_uuid: string | null }) => ({
+  system_user_id: u.system_user_id,
+  system_uuid: u.system_uuid!,
+})
+
 t.test("findOwner: the learner's client_uuid and time zone, or undefined", async (t) => {
   const user = (await users.create(newUser()))!
-  t.same(await users.findOwner(user), { client_uuid: user.client_uuid, timezone: 'Europe/Paris' })
+  t.same(await users.findOwner(keyOf(user)), { client_uuid: user.client_uuid, timezone: 'Europe/Paris' })
   t.equal(await users.findOwner({ system_user_id: user.system_user_id, system_uuid: randomUUID() }), undefined)
 })
 
 t.test("an update onto another user's natural key is a UserKeyConflict", async (t) => {
   const a = (await users.create(newUser()))!
   const b = (await users.create(newUser({ system_user_id: a.system_user_id })))!
-  const conflict = await users.update(b, { system_uuid: a.system_uuid }).catch((err) => err)
+  const conflict = await users.update(keyOf(b), { system_uuid: a.system_uuid }).catch((err) => err)
   t.ok(conflict instanceof UserKeyConflict, String(conflict))
 })
 
 t.test('any other database error of an update is passed on unchanged', async (t) => {
   const a = (await users.create(newUser()))!
   // An unknown column: not a unique violation at all.
-  const unknown = await users.update(a, { no_such_column: 1 } as never).catch((err) => err)
+  const unknown = await users.update(keyOf(a), { no_such_column: 1 } as never).catch((err) => err)
   t.notOk(unknown instanceof UserKeyConflict)
   t.equal(unknown.code, '42703')
   // A unique violation of another constraint (one made for this test): not the natural key.
   await db.sql`create unique index users_full_name_test on users (full_name)`
   t.teardown(() => db.sql`drop index users_full_name_test`)
   const b = (await users.create(newUser({ full_name: 'Someone Else' })))!
-  const other = await users.update(b, { full_name: a.full_name }).catch((err) => err)
+  const other = await users.update(keyOf(b), { full_name: a.full_name }).catch((err) => err)
   t.notOk(other instanceof UserKeyConflict)
   t.match(other, { code: '23505', constraint_name: 'users_full_name_test' })
 })
