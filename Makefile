@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-otel bench-otel-instructions bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+.PHONY: drill-failover drill-restore format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-otel bench-otel-instructions bench-soak test-alerts test-readme run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
 
 NPM_STAMP := node_modules/.package-lock.json
 
@@ -45,6 +45,10 @@ dev: node_modules
 ## Runs every test, on the production image's Node.js, against PostgreSQL (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres).
 test: node_modules $(TAP_STAMP) $(IMAGE_NODE_BIN)/node
 	$(ON_IMAGE_NODE) npm test
+
+## Failover drill: a primary with a synchronous standby, the primary killed under write load, the standby promoted (also run by `make test`).
+drill-failover: node_modules $(TAP_STAMP) $(IMAGE_NODE_BIN)/node
+	$(ON_IMAGE_NODE) npm test -- .build/test/drills/failover.test.js
 
 ## Alert rules: promtool check and unit tests (deploy/prometheus; also run by `make test`).
 test-alerts:
