@@ -50,6 +50,10 @@ test: node_modules $(TAP_STAMP) $(IMAGE_NODE_BIN)/node
 drill-failover: node_modules $(TAP_STAMP) $(IMAGE_NODE_BIN)/node
 	$(ON_IMAGE_NODE) npm test -- .build/test/drills/failover.test.js
 
+## Restore drill: pgBackRest full backup under load, restore to the latest state and to a point in time (also run by `make test`).
+drill-restore: node_modules $(TAP_STAMP) $(IMAGE_NODE_BIN)/node
+	$(ON_IMAGE_NODE) npm test -- .build/test/drills/restore.test.js
+
 ## Alert rules: promtool check and unit tests (deploy/prometheus; also run by `make test`).
 test-alerts:
 	promtool check rules deploy/prometheus/alerts.yml

@@ -25,6 +25,7 @@ const { primary, standby, promoteStandby } = await startPrimaryAndStandby(t, por
 const server = await startServer(t, {
   DATABASE_URL: `postgres://postgres@127.0.0.1:${ports[0]},127.0.0.1:${ports[1]}/postgres?target_session_attrs=read-write`,
   DATABASE_POOL_MAX: '8',
+  RATE_LIMIT_MAX: '10000000',
 })
 const system = randomUUID()
 
