@@ -119,6 +119,7 @@ async function restore(name: string, options: string[]) {
   const restorePort = await freePort()
   const started = Date.now()
   await pgbackrest(`--pg1-path=${folder}`, 'restore', ...options)
+  const copied = Date.now()
   // archive_mode off: the restored copy must not push WAL into the original's archive.
   startCluster(folder, restorePort, ['archive_mode=off'])
   const sql = postgres(`postgres://postgres@127.0.0.1:${restorePort}/postgres`, { max: 1, onnotice: () => {} })
@@ -131,7 +132,7 @@ async function restore(name: string, options: string[]) {
   } finally {
     await sql.end({ timeout: 1 })
   }
-  return { port: restorePort, started }
+  return { port: restorePort, started, copySeconds: (copied - started) / 1000, recoveredAt: Date.now() }
 }
 
 /** The keys the service finds on a cluster (GET by key, through the service). */
@@ -152,13 +153,13 @@ async function found(server: ServerProcess, keys: string[]) {
 
 t.test('backup under load, restore to the latest state and to a point in time', async (t) => {
   const server = await startServer(t, { DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/postgres`, RATE_LIMIT_MAX: '10000000' })
-  const writers = Array.from({ length: 4 }, (_, w) => writer(server, w))
+  const writers = Array.from({ length: 2 }, (_, w) => writer(server, w))
   await until('load before the backup', () => writes.length >= 100)
   const backupStarted = Date.now()
   await pgbackrest('backup', '--type=full')
   const backupSeconds = (Date.now() - backupStarted) / 1000
   const duringBackup = writes.filter((w) => w.ackedAt > backupStarted).length
-  await until('load after the backup', () => writes.length >= duringBackup + 200)
+  await until('load after the backup', () => writes.length >= duringBackup + 150)
 
   // The point in time: writers paused with nothing in flight, so every write is either
   // acknowledged before it or made after it.
@@ -170,7 +171,7 @@ t.test('backup under load, restore to the latest state and to a point in time', 
   const beforeTarget = writes.map((w) => w.key)
   await sleep(20) // commits after the target get a strictly later timestamp
   pausedWriters = false
-  await until('load after the target', () => writes.length >= beforeTarget.length + 200)
+  await until('load after the target', () => writes.length >= beforeTarget.length + 150)
   stopping = true
   await Promise.all(writers)
   const all = writes.map((w) => w.key)
@@ -209,7 +210,7 @@ t.test('backup under load, restore to the latest state and to a point in time', 
   )
   t.comment(
     `latest: lost ${lostLatest.length} (RPO 0 writes; last acknowledgement ${((latest.started - lastAck) / 1000).toFixed(1)} s before the restore began), ` +
-      `RTO ${rtoLatest.toFixed(1)} s (restore + recovery + service start)`,
+      `RTO ${rtoLatest.toFixed(1)} s (restore ${latest.copySeconds.toFixed(1)} s, then recovery, then the service's start)`,
   )
   t.comment(
     `point in time ${target}: before-target writes missing ${missingBefore.length}/${beforeTarget.length}, ` +
