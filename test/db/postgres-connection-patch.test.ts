@@ -11,7 +11,7 @@ import { ADMIN_URL } from '../helpers/database.js'
 import { freePort } from '../helpers/server-process.js'
 
 const require = createRequire(import.meta.url)
-type Postgres = typeof import('postgres').default
+type Postgres = typeof import('postgres')
 
 /** Settles within `ms`, or says it did not: a hang is a failure, not a stuck test. */
 function outcome(p: Promise<unknown>, ms: number): Promise<string> {

@@ -104,7 +104,9 @@ t.test('the primary is killed under write load and the standby promoted', async 
   for (const a of answers) byStatus[a.outcome] = (byStatus[a.outcome] ?? 0) + 1
   const lastBefore = Math.max(...answers.filter((a) => a.at <= killedAt && a.outcome === 201).map((a) => a.at))
   const slowest = Math.max(...answers.filter((a) => a.at > killedAt && a.at <= servedAgain).map((a) => a.ms))
-  t.comment(`answers by status: ${JSON.stringify(byStatus)}; slowest answer in the gap ${(slowest / 1000).toFixed(2)} s`)
+  t.comment(
+    `answers by status: ${JSON.stringify(byStatus)}; slowest answer in the gap ${(slowest / 1000).toFixed(2)} s`,
+  )
   t.comment(
     `kill → promote ${((promotingAt - killedAt) / 1000).toFixed(2)} s (pg_ctl promote took ${((promotedAt - promotingAt) / 1000).toFixed(2)} s); ` +
       `promotion → first 201 ${((servedAgain - promotedAt) / 1000).toFixed(2)} s; ` +
@@ -114,7 +116,11 @@ t.test('the primary is killed under write load and the standby promoted', async 
   t.equal(byStatus['500'] ?? 0, 0, 'no 500')
   t.equal(byStatus.hung ?? 0, 0, `no request left without an answer for ${HUNG_MS / 1000} s`)
   t.equal(byStatus.network ?? 0, 0, 'no connection dropped by the service')
-  t.same(Object.keys(byStatus).sort(), ['201', '503'].filter((s) => s in byStatus), 'only 201 and 503')
+  t.same(
+    Object.keys(byStatus).sort(),
+    ['201', '503'].filter((s) => s in byStatus),
+    'only 201 and 503',
+  )
   t.same(missingRetryAfter, [], 'every 503 carries Retry-After')
   t.equal(server.child.exitCode, null, 'the process never exited')
   t.equal(server.child.signalCode, null)
@@ -122,8 +128,8 @@ t.test('the primary is killed under write load and the standby promoted', async 
 
   const newPrimary = postgres(standby.url, { max: 1, onnotice: () => {} })
   t.teardown(() => newPrimary.end({ timeout: 1 }))
-  const [{ in_recovery }] = await newPrimary`select pg_is_in_recovery() as in_recovery`
-  t.equal(in_recovery, false, 'the standby is the primary now')
+  const [state] = await newPrimary<{ in_recovery: boolean }[]>`select pg_is_in_recovery() as in_recovery`
+  t.equal(state?.in_recovery, false, 'the standby is the primary now')
   const rows = await newPrimary<{ system_user_id: string; n: number }[]>`
     select system_user_id, count(*)::int as n from users where system_uuid = ${system} group by 1`
   const stored = new Map(rows.map((r) => [r.system_user_id, r.n]))

@@ -152,7 +152,10 @@ async function found(server: ServerProcess, keys: string[]) {
 }
 
 t.test('backup under load, restore to the latest state and to a point in time', async (t) => {
-  const server = await startServer(t, { DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/postgres`, RATE_LIMIT_MAX: '10000000' })
+  const server = await startServer(t, {
+    DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    RATE_LIMIT_MAX: '10000000',
+  })
   const writers = Array.from({ length: 2 }, (_, w) => writer(server, w))
   await until('load before the backup', () => writes.length >= 100)
   const backupStarted = Date.now()
@@ -167,7 +170,8 @@ t.test('backup under load, restore to the latest state and to a point in time', 
   await until('writers idle', () => inFlight === 0)
   const primary = postgres(`postgres://postgres@127.0.0.1:${port}/postgres`, { max: 1, onnotice: () => {} })
   t.teardown(() => primary.end({ timeout: 1 }))
-  const [{ target }] = await primary<{ target: string }[]>`select clock_timestamp()::text as target`
+  const [clock] = await primary<{ target: string }[]>`select clock_timestamp()::text as target`
+  const target = clock!.target
   const beforeTarget = writes.map((w) => w.key)
   await sleep(20) // commits after the target get a strictly later timestamp
   pausedWriters = false
@@ -184,7 +188,10 @@ t.test('backup under load, restore to the latest state and to a point in time', 
 
   // (a) the latest state
   const latest = await restore('restore-latest', ['--type=default'])
-  const onLatest = await startServer(t, { DATABASE_URL: `postgres://postgres@127.0.0.1:${latest.port}/postgres`, RATE_LIMIT_MAX: '10000000' })
+  const onLatest = await startServer(t, {
+    DATABASE_URL: `postgres://postgres@127.0.0.1:${latest.port}/postgres`,
+    RATE_LIMIT_MAX: '10000000',
+  })
   const rtoLatest = (Date.now() - latest.started) / 1000
   const presentLatest = await found(onLatest, all)
   const lostLatest = all.filter((k) => !presentLatest.has(k))
@@ -194,7 +201,10 @@ t.test('backup under load, restore to the latest state and to a point in time', 
 
   // (b) the point in time between two known writes
   const pitr = await restore('restore-pitr', ['--type=time', `--target=${target}`, '--target-action=promote'])
-  const onPitr = await startServer(t, { DATABASE_URL: `postgres://postgres@127.0.0.1:${pitr.port}/postgres`, RATE_LIMIT_MAX: '10000000' })
+  const onPitr = await startServer(t, {
+    DATABASE_URL: `postgres://postgres@127.0.0.1:${pitr.port}/postgres`,
+    RATE_LIMIT_MAX: '10000000',
+  })
   const rtoPitr = (Date.now() - pitr.started) / 1000
   const presentPitr = await found(onPitr, all)
   const missingBefore = beforeTarget.filter((k) => !presentPitr.has(k))

@@ -78,7 +78,19 @@ export async function startPrimaryAndStandby(
     `synchronous_standby_names=${STANDBY_NAME}`,
     'synchronous_commit=on',
   ])
-  asPostgres('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', standby.data, '-R', '-X', 'stream'])
+  asPostgres('pg_basebackup', [
+    '-h',
+    '127.0.0.1',
+    '-p',
+    String(primary.port),
+    '-U',
+    'postgres',
+    '-D',
+    standby.data,
+    '-R',
+    '-X',
+    'stream',
+  ])
   // The standby names itself so the primary counts it as the synchronous one.
   appendFileSync(
     path.join(standby.data, 'postgresql.auto.conf'),
