@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-stages bench-otel bench-otel-instructions bench-soak mutation test-alerts test-readme test-suite test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
+.PHONY: drill-failover drill-restore format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-stages bench-otel bench-otel-instructions bench-soak mutation test-alerts test-readme test-suite test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench bench-telemetry contract clean
 
 # The production image's Node.js (the Dockerfile's NODE_IMAGE), from the npm registry's
 # node-<platform>-<arch> package, kept in .cache/ (not a project dependency). The tests run on it.
@@ -101,6 +101,14 @@ test-deps:
 ## The tests alone, on the production image's Node.js, against PostgreSQL (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres); one file: make test-suite TESTS=.build/test/users/create-user.test.js
 test-suite: node_modules $(TAP_STAMP) $(IMAGE_NODE_BIN)/node
 	$(ON_IMAGE_NODE) npm test -- $(TESTS)
+
+## Failover drill: a primary with a synchronous standby, the primary killed under write load, the standby promoted (also run by `make test`).
+drill-failover: test-deps
+	@$(MAKE) --no-print-directory test-suite TESTS=.build/test/drills/failover.test.js
+
+## Restore drill: pgBackRest full backup under load, restore to the latest state and to a point in time (also run by `make test`).
+drill-restore: test-deps
+	@$(MAKE) --no-print-directory test-suite TESTS=.build/test/drills/restore.test.js
 
 ## Alert rules: promtool check and unit tests (deploy/prometheus; also run by `make test`).
 test-alerts:

@@ -12,6 +12,7 @@ promtool         prometheus       the alert rules in deploy/prometheus
 curl             curl             the README walk
 ps               procps           the pretty-log test
 git              git              releases built from their commit (rolling upgrade)
+pgbackrest       pgbackrest       the restore drill (backups and point-in-time restore)
 '
 
 as_root() {

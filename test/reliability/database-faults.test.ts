@@ -102,3 +102,35 @@ t.test('PostgreSQL refusing connections (too many clients, SQLSTATE 53300) is a 
   t.equal(res.json().code, 'COMMON_503')
   t.equal(res.headers['retry-after'], '5')
 })
+
+t.test('a write refused as read-only (SQLSTATE 25006, a standby) is a 503, not a 500', async (t) => {
+  // A role whose transactions are read-only by default meets the same SQLSTATE as a write
+  // that reached a hot standby during a failover.
+  await sql`create role reader login`
+  await sql`alter role reader set default_transaction_read_only = on`
+  await sql`grant all on schema public to reader`
+  await sql`grant all on all tables in schema public to reader`
+  t.teardown(async () => {
+    await sql`drop owned by reader`
+    await sql`drop role reader`
+  })
+  const url = new URL(pg.url)
+  url.username = 'reader'
+  const readOnly = createClient(url.toString(), { max: 1, connectTimeout: 2 })
+  t.teardown(() => readOnly.end({ timeout: 1 }))
+  const readOnlyApp = await buildApp({
+    config: loadConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', ...NO_LOAD_SHEDDING }),
+    sql: readOnly,
+    logger: false,
+  })
+  t.teardown(() => readOnlyApp.close())
+  const res = await readOnlyApp.inject({
+    method: 'POST',
+    url: '/api/v1/user',
+    headers: { ...headers, 'idempotency-key': 'read-only' },
+    payload: { ...owner, system_user_id: 'read-only', full_name: 'R' },
+  })
+  t.equal(res.statusCode, 503)
+  t.equal(res.json().code, 'COMMON_503')
+  t.equal(res.headers['retry-after'], '5')
+})

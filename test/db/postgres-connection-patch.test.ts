@@ -1,0 +1,80 @@
+// patches/postgres+3.4.9.patch, src/connection.js: a lost connection must settle its queries
+// (never throw from a timer, never leave a caller waiting), and a multi-host connection must
+// try each host once and then fail, not cycle through them forever. Both builds (ESM src/ and
+// CJS cjs/src/) are checked. Unpatched, the first test ends the process on an uncaught
+// `TypeError: Cannot read properties of null (reading 'write')` and the second never settles.
+import t from 'tap'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { projectRoot } from '../../src/paths.js'
+import { ADMIN_URL } from '../helpers/database.js'
+import { freePort } from '../helpers/server-process.js'
+
+const require = createRequire(import.meta.url)
+type Postgres = typeof import('postgres')
+
+/** Settles within `ms`, or says it did not: a hang is a failure, not a stuck test. */
+function outcome(p: Promise<unknown>, ms: number): Promise<string> {
+  let timer: NodeJS.Timeout | undefined
+  return Promise.race([
+    p.then(
+      () => 'resolved',
+      (e: { code?: string }) => `rejected ${e.code}`,
+    ),
+    new Promise<string>((resolve) => {
+      timer = setTimeout(() => resolve(`still pending after ${ms} ms`), ms)
+    }),
+  ]).finally(() => clearTimeout(timer))
+}
+
+for (const build of ['src', 'cjs/src']) {
+  const load = async (): Promise<Postgres> =>
+    build === 'cjs/src'
+      ? require(path.join(projectRoot, 'node_modules/postgres/cjs/src/index.js'))
+      : (await import(path.join(projectRoot, 'node_modules/postgres/src/index.js'))).default
+
+  t.test(`${build}: queries on a connection whose backend died are rejected, not thrown`, async (t) => {
+    const postgres = await load()
+    const killer = postgres(ADMIN_URL, { max: 1 })
+    t.teardown(() => killer.end({ timeout: 1 }))
+    for (let round = 0; round < 3; round++) {
+      const sql = postgres(ADMIN_URL, { max: 2, onnotice: () => {} })
+      const reserved = await sql.reserve()
+      const [row] = await reserved`select pg_backend_pid() as pid`
+      await killer`select pg_terminate_backend(${row!.pid})`
+      // The first query meets the dying socket (CONNECTION_CLOSED or ECONNRESET, by timing);
+      // the next ones run on a connection whose socket is gone.
+      t.match(await outcome(reserved`select 1`, 5000), /^rejected (CONNECTION_CLOSED|ECONNRESET)$/)
+      t.equal(await outcome(reserved`select 1`, 5000), 'rejected CONNECTION_CLOSED', `round ${round}: settled`)
+      t.equal(await outcome(reserved`select 2`, 5000), 'rejected CONNECTION_CLOSED', `round ${round}: again`)
+      // Released after its close, it must not go back to the pool as an open connection.
+      reserved.release()
+      t.same(await sql`select 1 as one`, [{ one: 1 }], `round ${round}: the pool still serves`)
+      await sql.end({ timeout: 1 })
+    }
+  })
+
+  t.test(`${build}: with several hosts and none reachable, a query fails after one try each`, async (t) => {
+    const postgres = await load()
+    const [a, b] = [await freePort(), await freePort()]
+    const sql = postgres(`postgres://postgres@127.0.0.1:${a},127.0.0.1:${b}/postgres`, {
+      max: 1,
+      target_session_attrs: 'read-write',
+      connect_timeout: 2,
+    })
+    t.teardown(() => sql.end({ timeout: 1 }))
+    t.equal(await outcome(sql`select 1`, 5000), 'rejected ECONNREFUSED')
+    t.equal(await outcome(sql`select 1`, 5000), 'rejected ECONNREFUSED', 'and again on the next query')
+  })
+
+  t.test(`${build}: with several hosts, an unreachable one is skipped`, async (t) => {
+    const postgres = await load()
+    const url = new URL(ADMIN_URL)
+    const sql = postgres(
+      `postgres://${url.username}${url.password ? `:${url.password}` : ''}@127.0.0.1:${await freePort()},${url.host}${url.pathname}?target_session_attrs=read-write`,
+      { max: 2, connect_timeout: 2 },
+    )
+    t.teardown(() => sql.end({ timeout: 1 }))
+    for (let i = 0; i < 4; i++) t.same(await sql`select ${i}::int as i`, [{ i }])
+  })
+}
