@@ -54,7 +54,12 @@ export const errorCatalogue = [
       "reviewConspectus",
       "getScheduleSummary",
       "createErrorLog",
-      "listErrorLogs"
+      "listErrorLogs",
+      "getConspectus",
+      "listConspectuses",
+      "deleteConspectus",
+      "exportUser",
+      "eraseUser"
     ]
   },
   {
@@ -188,7 +193,12 @@ export const errorCatalogue = [
       "reviewConspectus",
       "getScheduleSummary",
       "createErrorLog",
-      "listErrorLogs"
+      "listErrorLogs",
+      "getConspectus",
+      "listConspectuses",
+      "deleteConspectus",
+      "exportUser",
+      "eraseUser"
     ]
   },
   {
@@ -512,7 +522,9 @@ export const errorCatalogue = [
     "operations": [
       "patchConspectus",
       "reviewConspectus",
-      "createErrorLog"
+      "createErrorLog",
+      "getConspectus",
+      "deleteConspectus"
     ]
   },
   {
