@@ -114,7 +114,11 @@ export function createConspectusHandlers({
       const owner = await requireOwner(db.repos, { system_user_id, system_uuid })
       const result = await db.repos.conspectuses.delete(owner.client_uuid, conspectus_uuid)
       if (!result.deleted) throw appError('CONSPECTUS_NOT_FOUND')
-      return { conspectus_uuid: conspectus_uuid.toLowerCase(), deleted: true, unlinked_error_logs: result.unlinked_error_logs }
+      return {
+        conspectus_uuid: conspectus_uuid.toLowerCase(),
+        deleted: true,
+        unlinked_error_logs: result.unlinked_error_logs,
+      }
     },
   }
 }

@@ -32,8 +32,7 @@ export async function answerMissingParent<T>(insert: Promise<T>): Promise<T> {
   try {
     return await insert
   } catch (err) {
-    if (err instanceof MissingParent)
-      throw appError(err.parent === 'user' ? 'USER_NOT_FOUND' : 'CONSPECTUS_NOT_FOUND')
+    if (err instanceof MissingParent) throw appError(err.parent === 'user' ? 'USER_NOT_FOUND' : 'CONSPECTUS_NOT_FOUND')
     throw err
   }
 }

@@ -81,7 +81,9 @@ t.test('DELETE removes the note; its error logs keep their message and lose the 
   const owner = await createOwner(api)
   const note = await createConspectus(api, owner)
   const keep = await createConspectus(api, owner)
-  const linked = (await api.post('/api/v1/errors', { ...owner, message: 'linked', conspectus_uuid: note.conspectus_uuid })).json()
+  const linked = (
+    await api.post('/api/v1/errors', { ...owner, message: 'linked', conspectus_uuid: note.conspectus_uuid })
+  ).json()
   const elsewhere = (
     await api.post('/api/v1/errors', { ...owner, message: 'elsewhere', conspectus_uuid: keep.conspectus_uuid })
   ).json()
@@ -90,14 +92,20 @@ t.test('DELETE removes the note; its error logs keep their message and lose the 
   t.same(gone.json(), { conspectus_uuid: note.conspectus_uuid, deleted: true, unlinked_error_logs: 1 })
   t.equal((await api.get(noteUrl(note.conspectus_uuid, owner))).json().code, 'CONS_404')
   const logs = (await api.get(`/api/v1/errors?${ownerQuery(owner)}`)).json().items as Record<string, unknown>[]
-  t.match(logs.find((l) => l.error_log_uuid === linked.error_log_uuid), { message: 'linked', conspectus_uuid: null })
-  t.match(logs.find((l) => l.error_log_uuid === elsewhere.error_log_uuid), { conspectus_uuid: keep.conspectus_uuid })
+  t.match(
+    logs.find((l) => l.error_log_uuid === linked.error_log_uuid),
+    { message: 'linked', conspectus_uuid: null },
+  )
+  t.match(
+    logs.find((l) => l.error_log_uuid === elsewhere.error_log_uuid),
+    { conspectus_uuid: keep.conspectus_uuid },
+  )
   const again = await del(noteUrl(note.conspectus_uuid, owner))
   t.equal(again.statusCode, 404)
   t.equal(again.json().code, 'CONS_404', 'a second DELETE: already gone')
-  const [{ n }] = await sql`select count(*)::int as n from idempotency_records
+  const [stored] = await sql<{ n: number }[]>`select count(*)::int as n from idempotency_records
     where scope like ${`%${note.conspectus_uuid}%`} or response_body like '%"deleted":true%'`
-  t.equal(n, 0, 'a DELETE stores no answer, with or without an Idempotency-Key')
+  t.equal(stored!.n, 0, 'a DELETE stores no answer, with or without an Idempotency-Key')
   const other = await createOwner(api)
   t.equal((await del(noteUrl(keep.conspectus_uuid, other))).json().code, 'CONS_404', "another learner's note stays")
   t.equal((await api.get(noteUrl(keep.conspectus_uuid, owner))).statusCode, 200)
@@ -252,7 +260,11 @@ t.test('hostile input answers a declared 4xx', async (t) => {
     ['GET', `/api/v1/conspectuses?${q}&limit=1e400`, 422],
     ['GET', `/api/v1/conspectuses?${q}&slot=E`, 422],
     ['GET', `/api/v1/conspectuses?${q}&cursor=forged`, 422],
-    ['GET', `/api/v1/conspectuses?${q}&cursor=${Buffer.from('["0000-01-01T00:00:00.000000Z","x"]').toString('base64url')}`, 422],
+    [
+      'GET',
+      `/api/v1/conspectuses?${q}&cursor=${Buffer.from('["0000-01-01T00:00:00.000000Z","x"]').toString('base64url')}`,
+      422,
+    ],
     ['GET', `/api/v1/conspectuses?${q}&cursor=${'A'.repeat(600)}`, 422],
     ['GET', `/api/v1/conspectuses?system_user_id=${'x'.repeat(37)}&system_uuid=${owner.system_uuid}`, 422],
     ['GET', `/api/v1/user/not-a-uuid/x/export`, 422],
@@ -270,7 +282,11 @@ t.test('hostile input answers a declared 4xx', async (t) => {
     const res = await api.request({ method: method as 'GET', url })
     t.equal(res.statusCode, status, `${method} ${url.slice(0, 90)}`)
     const body = res.json()
-    t.match(body, status === 422 ? { error_type: 'validation_error', errors: Array } : { code: String }, 'declared body')
+    t.match(
+      body,
+      status === 422 ? { error_type: 'validation_error', errors: Array } : { code: String },
+      'declared body',
+    )
   }
   t.equal((await api.get(noteUrl(note.conspectus_uuid, owner))).statusCode, 200, 'the note is untouched')
 })

@@ -26,7 +26,10 @@ async function race(round: number) {
       api.patch(`/api/v1/conspectuses/${note}`, { ...owner, title: `title ${tag} ${i}` }),
       api.put(userUrl, { full_name: `Put ${tag} ${i}`, timezone: 'UTC' }),
       api.patch(userUrl, { username: `user ${tag} ${i}` }),
-      api.request({ method: 'DELETE', url: `/api/v1/conspectuses/${note}?system_user_id=${tag}&system_uuid=${owner.system_uuid}` }),
+      api.request({
+        method: 'DELETE',
+        url: `/api/v1/conspectuses/${note}?system_user_id=${tag}&system_uuid=${owner.system_uuid}`,
+      }),
     ]
   }
   // The erasure starts among the writes: some before it, some after.
