@@ -54,7 +54,25 @@ export interface paths {
          */
         put: operations["updateUserBySystemUserId"];
         post?: never;
-        delete?: never;
+        /**
+         * Erase a learner everywhere
+         * @description Permanently erases the learner in one transaction: the user row, every conspectus, every
+         *     error log, and every stored Idempotency-Key answer that holds any of them (answers of
+         *     user, conspectus and error-log writes, by any API key). Answers with how many rows of each
+         *     went. A write for this learner that races the erasure either lands before it and is
+         *     erased with it, or answers 404 after it. Afterwards the same `(system_uuid,
+         *     system_user_id)` may be created again, as a new learner.
+         *
+         *     No `Idempotency-Key`: the erasure stores no answer (a stored answer would name the learner
+         *     it erased); a header sent anyway is ignored. A repeated call answers 404 `USER_404`: the
+         *     learner is already gone. The call is logged with the API key's id and the counts, never
+         *     the learner's key. Needs the scope `users:erase`: `API_KEYS` keys hold it; an
+         *     `API_KEYS_FILE` entry only when its `scopes` name it. What stays is described in
+         *     docs/learner-data.md (aggregates without personal data).
+         *
+         *     Business errors: 404 `USER_404` when no user has this key.
+         */
+        delete: operations["eraseUser"];
         options?: never;
         head?: never;
         /**
@@ -71,6 +89,38 @@ export interface paths {
         patch: operations["patchUserBySystemUserId"];
         trace?: never;
     };
+    "/api/v1/user/{system_uuid}/{system_user_id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the source system (UUID). */
+                system_uuid: components["parameters"]["SystemUuidPath"];
+                /** @description Id of the user in the source system, 1..36 characters. */
+                system_user_id: components["parameters"]["SystemUserIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Export everything held about a learner
+         * @description One JSON document: the user, every conspectus (oldest first) and every error log
+         *     (oldest first), read from one consistent snapshot, for a learner's access or
+         *     portability request. The body is streamed as it is read, so its size does not bound the
+         *     server's memory. Needs the scope `users:export` (an `API_KEYS_FILE` entry without
+         *     `scopes` holds it; one with `scopes` only when they name it): the export holds the
+         *     study data too, which `users:read` alone does not reach.
+         *
+         *     Business errors: 404 `USER_404` when no user has this key.
+         */
+        get: operations["exportUser"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/conspectuses": {
         parameters: {
             query?: never;
@@ -78,7 +128,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List all of a learner's conspectuses, oldest first
+         * @description Every conspectus of the owner, whatever its schedule, ordered by `created_at`, then
+         *     `conspectus_uuid`, in pages with the envelope and cursor rules of the error-log list:
+         *     pass `next_cursor` of a page as `cursor` to get the next one; `next_cursor` is null on
+         *     the last page; a cursor that does not decode to a position this service could have
+         *     issued is 422 `COMMON_422`.
+         *
+         *     Business errors: 404 `USER_404` when the owner does not exist.
+         */
+        get: operations["listConspectuses"];
         put?: never;
         /**
          * Save a conspectus
@@ -129,10 +189,30 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Read one conspectus
+         * @description The conspectus, whatever its schedule. The owner key in the query identifies the
+         *     caller's user.
+         *
+         *     Business errors: 404 `USER_404` when the owner does not exist; 404 `CONS_404` when the
+         *     conspectus does not exist or belongs to another user.
+         */
+        get: operations["getConspectus"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a conspectus
+         * @description Deletes the conspectus permanently. Error logs that pointed at it keep their message and
+         *     lose the link (`conspectus_uuid` becomes null); the answer counts them.
+         *
+         *     No `Idempotency-Key`: the effect is idempotent by itself and nothing is stored (a header
+         *     sent anyway is ignored). A repeated DELETE answers 404 `CONS_404`: the note is already
+         *     gone, which a client retrying after a lost answer reads as done.
+         *
+         *     Business errors: 404 `USER_404` when the owner does not exist; 404 `CONS_404` when the
+         *     conspectus does not exist (any more) or belongs to another user.
+         */
+        delete: operations["deleteConspectus"];
         options?: never;
         head?: never;
         /**
@@ -887,6 +967,105 @@ export interface components {
             next_cursor: string | null;
         };
         /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "conspectus_uuid": "0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f",
+         *           "system_user_id": "learner-42",
+         *           "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+         *           "title": "Photosynthesis",
+         *           "cue_sheet": {
+         *             "topic": "Photosynthesis",
+         *             "rows": []
+         *           },
+         *           "dense_paragraph": "Plants turn light, water and CO2 into glucose and oxygen.",
+         *           "bullets": [
+         *             "Light reactions make ATP"
+         *           ],
+         *           "slot": "A",
+         *           "next_review_at": "2026-11-24T04:00:00.000Z",
+         *           "last_reviewed_at": null,
+         *           "review_count": 0,
+         *           "created_at": "2026-11-23T10:00:00.000Z",
+         *           "updated_at": "2026-11-23T10:00:00.000Z"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
+        ConspectusListResponse: {
+            items: components["schemas"]["ConspectusResponse"][];
+            /** @description Opaque; pass it as `cursor` for the next page. Null on the last page. */
+            next_cursor: string | null;
+        };
+        /**
+         * @example {
+         *       "conspectus_uuid": "0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f",
+         *       "deleted": true,
+         *       "unlinked_error_logs": 1
+         *     }
+         */
+        ConspectusDeleted: {
+            /** Format: uuid */
+            conspectus_uuid: string;
+            /** @constant */
+            deleted: true;
+            /** @description Error logs that pointed at the conspectus and now have `conspectus_uuid: null`. */
+            unlinked_error_logs: number;
+        };
+        /**
+         * @description Everything the service holds about one learner.
+         * @example {
+         *       "exported_at": "2026-11-28T09:00:00.000Z",
+         *       "user": {
+         *         "client_uuid": "9a1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d",
+         *         "created_at": "2026-11-23T10:00:00.000Z",
+         *         "updated_at": "2026-11-23T10:00:00.000Z",
+         *         "is_row_invalid": 0,
+         *         "invalidation_reason_uuid": null,
+         *         "system_user_id": "learner-42",
+         *         "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+         *         "username": "ada",
+         *         "full_name": "Ada Lovelace",
+         *         "timezone": "Europe/London"
+         *       },
+         *       "conspectuses": [],
+         *       "error_logs": []
+         *     }
+         */
+        UserExport: {
+            /** Format: date-time */
+            exported_at: string;
+            user: components["schemas"]["UserResponse"];
+            /** @description Every conspectus, oldest first. */
+            conspectuses: components["schemas"]["ConspectusResponse"][];
+            /** @description Every error log, oldest first. */
+            error_logs: components["schemas"]["ErrorLogResponse"][];
+        };
+        /**
+         * @example {
+         *       "deleted": true,
+         *       "erased": {
+         *         "users": 1,
+         *         "conspectuses": 12,
+         *         "error_logs": 3,
+         *         "stored_answers": 5
+         *       }
+         *     }
+         */
+        UserErased: {
+            /** @constant */
+            deleted: true;
+            /** @description How many rows of each kind the erasure removed. */
+            erased: {
+                users: number;
+                conspectuses: number;
+                error_logs: number;
+                /** @description Stored Idempotency-Key answers that held the learner or their notes or error logs. */
+                stored_answers: number;
+            };
+        };
+        /**
          * @description A client-emitted docs-search event. Omitted optional fields default to '' or 0.
          * @example {
          *       "event": "search_query",
@@ -1517,6 +1696,53 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    eraseUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description Id of the source system (UUID). */
+                system_uuid: components["parameters"]["SystemUuidPath"];
+                /** @description Id of the user in the source system, 1..36 characters. */
+                system_user_id: components["parameters"]["SystemUserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The learner is erased. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserErased"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     patchUserBySystemUserId: {
         parameters: {
             query?: never;
@@ -1571,6 +1797,106 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    exportUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description Id of the source system (UUID). */
+                system_uuid: components["parameters"]["SystemUuidPath"];
+                /** @description Id of the user in the source system, 1..36 characters. */
+                system_user_id: components["parameters"]["SystemUserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The learner's data. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserExport"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listConspectuses: {
+        parameters: {
+            query: {
+                /** @description Owner's id in the source system, 1..36 characters. */
+                system_user_id: components["parameters"]["SystemUserIdQuery"];
+                /** @description Owner's source system (UUID). */
+                system_uuid: components["parameters"]["SystemUuidQuery"];
+                /** @description Only conspectuses in this slot. */
+                slot?: components["schemas"]["Slot"];
+                /** @description Page size. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of conspectuses. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConspectusListResponse"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeadersTooLarge"];
@@ -1675,6 +2001,106 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ConspectusResponse"][];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getConspectus: {
+        parameters: {
+            query: {
+                /** @description Owner's id in the source system, 1..36 characters. */
+                system_user_id: components["parameters"]["SystemUserIdQuery"];
+                /** @description Owner's source system (UUID). */
+                system_uuid: components["parameters"]["SystemUuidQuery"];
+            };
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The conspectus (UUID). */
+                conspectus_uuid: components["parameters"]["ConspectusUuidPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conspectus. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConspectusResponse"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteConspectus: {
+        parameters: {
+            query: {
+                /** @description Owner's id in the source system, 1..36 characters. */
+                system_user_id: components["parameters"]["SystemUserIdQuery"];
+                /** @description Owner's source system (UUID). */
+                system_uuid: components["parameters"]["SystemUuidQuery"];
+            };
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The conspectus (UUID). */
+                conspectus_uuid: components["parameters"]["ConspectusUuidPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conspectus is deleted. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConspectusDeleted"];
                 };
             };
             400: components["responses"]["MalformedRequest"];

@@ -54,7 +54,12 @@ export const errorCatalogue = [
       "reviewConspectus",
       "getScheduleSummary",
       "createErrorLog",
-      "listErrorLogs"
+      "listErrorLogs",
+      "getConspectus",
+      "listConspectuses",
+      "deleteConspectus",
+      "exportUser",
+      "eraseUser"
     ]
   },
   {
@@ -216,7 +221,12 @@ export const errorCatalogue = [
       "reviewConspectus",
       "getScheduleSummary",
       "createErrorLog",
-      "listErrorLogs"
+      "listErrorLogs",
+      "getConspectus",
+      "listConspectuses",
+      "deleteConspectus",
+      "exportUser",
+      "eraseUser"
     ]
   },
   {
@@ -564,7 +574,9 @@ export const errorCatalogue = [
     "operations": [
       "patchConspectus",
       "reviewConspectus",
-      "createErrorLog"
+      "createErrorLog",
+      "getConspectus",
+      "deleteConspectus"
     ]
   },
   {

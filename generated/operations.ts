@@ -151,6 +151,100 @@ export const operations = {
       "503": "ServiceUnavailable"
     }
   },
+  "eraseUser": {
+    "method": "DELETE",
+    "path": "/api/v1/user/{system_uuid}/{system_user_id}",
+    "url": "/api/v1/user/:system_uuid/:system_user_id",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "scopes": [
+      "users:erase"
+    ],
+    "uuidPathParams": [
+      "system_uuid"
+    ],
+    "systemUuidIn": [
+      "path"
+    ],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "404": "NotFound",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "exportUser": {
+    "method": "GET",
+    "path": "/api/v1/user/{system_uuid}/{system_user_id}/export",
+    "url": "/api/v1/user/:system_uuid/:system_user_id/export",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "scopes": [
+      "users:export"
+    ],
+    "uuidPathParams": [
+      "system_uuid"
+    ],
+    "systemUuidIn": [
+      "path"
+    ],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "404": "NotFound",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "listConspectuses": {
+    "method": "GET",
+    "path": "/api/v1/conspectuses",
+    "url": "/api/v1/conspectuses",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "scopes": [
+      "study:read"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [
+      "query"
+    ],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "404": "NotFound",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
   "createConspectus": {
     "method": "POST",
     "path": "/api/v1/conspectuses",
@@ -214,6 +308,38 @@ export const operations = {
       "503": "ServiceUnavailable"
     }
   },
+  "getConspectus": {
+    "method": "GET",
+    "path": "/api/v1/conspectuses/{conspectus_uuid}",
+    "url": "/api/v1/conspectuses/:conspectus_uuid",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "scopes": [
+      "study:read"
+    ],
+    "uuidPathParams": [
+      "conspectus_uuid"
+    ],
+    "systemUuidIn": [
+      "query"
+    ],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "404": "NotFound",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
   "patchConspectus": {
     "method": "PATCH",
     "path": "/api/v1/conspectuses/{conspectus_uuid}",
@@ -242,6 +368,38 @@ export const operations = {
       "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "deleteConspectus": {
+    "method": "DELETE",
+    "path": "/api/v1/conspectuses/{conspectus_uuid}",
+    "url": "/api/v1/conspectuses/:conspectus_uuid",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "scopes": [
+      "study:write"
+    ],
+    "uuidPathParams": [
+      "conspectus_uuid"
+    ],
+    "systemUuidIn": [
+      "query"
+    ],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "404": "NotFound",
+      "408": "RequestTimeout",
       "422": "ValidationFailed",
       "429": "TooManyRequests",
       "431": "RequestHeadersTooLarge",

@@ -989,6 +989,200 @@ export const schemas = {
       }
     ]
   },
+  "ConspectusListResponse": {
+    "$id": "https://study-service/schemas/ConspectusListResponse",
+    "type": "object",
+    "required": [
+      "items",
+      "next_cursor"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "items": {
+        "type": "array",
+        "items": {
+          "$ref": "https://study-service/schemas/ConspectusResponse"
+        }
+      },
+      "next_cursor": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "description": "Opaque; pass it as `cursor` for the next page. Null on the last page."
+      }
+    },
+    "examples": [
+      {
+        "items": [
+          {
+            "conspectus_uuid": "0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f",
+            "system_user_id": "learner-42",
+            "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+            "title": "Photosynthesis",
+            "cue_sheet": {
+              "topic": "Photosynthesis",
+              "rows": []
+            },
+            "dense_paragraph": "Plants turn light, water and CO2 into glucose and oxygen.",
+            "bullets": [
+              "Light reactions make ATP"
+            ],
+            "slot": "A",
+            "next_review_at": "2026-11-24T04:00:00.000Z",
+            "last_reviewed_at": null,
+            "review_count": 0,
+            "created_at": "2026-11-23T10:00:00.000Z",
+            "updated_at": "2026-11-23T10:00:00.000Z"
+          }
+        ],
+        "next_cursor": null
+      }
+    ]
+  },
+  "ConspectusDeleted": {
+    "$id": "https://study-service/schemas/ConspectusDeleted",
+    "type": "object",
+    "required": [
+      "conspectus_uuid",
+      "deleted",
+      "unlinked_error_logs"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "conspectus_uuid": {
+        "type": "string",
+        "format": "uuid"
+      },
+      "deleted": {
+        "type": "boolean",
+        "const": true
+      },
+      "unlinked_error_logs": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Error logs that pointed at the conspectus and now have `conspectus_uuid: null`."
+      }
+    },
+    "examples": [
+      {
+        "conspectus_uuid": "0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f",
+        "deleted": true,
+        "unlinked_error_logs": 1
+      }
+    ]
+  },
+  "UserExport": {
+    "$id": "https://study-service/schemas/UserExport",
+    "type": "object",
+    "required": [
+      "exported_at",
+      "user",
+      "conspectuses",
+      "error_logs"
+    ],
+    "additionalProperties": false,
+    "description": "Everything the service holds about one learner.",
+    "properties": {
+      "exported_at": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "user": {
+        "$ref": "https://study-service/schemas/UserResponse"
+      },
+      "conspectuses": {
+        "type": "array",
+        "description": "Every conspectus, oldest first.",
+        "items": {
+          "$ref": "https://study-service/schemas/ConspectusResponse"
+        }
+      },
+      "error_logs": {
+        "type": "array",
+        "description": "Every error log, oldest first.",
+        "items": {
+          "$ref": "https://study-service/schemas/ErrorLogResponse"
+        }
+      }
+    },
+    "examples": [
+      {
+        "exported_at": "2026-11-28T09:00:00.000Z",
+        "user": {
+          "client_uuid": "9a1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d",
+          "created_at": "2026-11-23T10:00:00.000Z",
+          "updated_at": "2026-11-23T10:00:00.000Z",
+          "is_row_invalid": 0,
+          "invalidation_reason_uuid": null,
+          "system_user_id": "learner-42",
+          "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+          "username": "ada",
+          "full_name": "Ada Lovelace",
+          "timezone": "Europe/London"
+        },
+        "conspectuses": [],
+        "error_logs": []
+      }
+    ]
+  },
+  "UserErased": {
+    "$id": "https://study-service/schemas/UserErased",
+    "type": "object",
+    "required": [
+      "deleted",
+      "erased"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "deleted": {
+        "type": "boolean",
+        "const": true
+      },
+      "erased": {
+        "type": "object",
+        "description": "How many rows of each kind the erasure removed.",
+        "required": [
+          "users",
+          "conspectuses",
+          "error_logs",
+          "stored_answers"
+        ],
+        "additionalProperties": false,
+        "properties": {
+          "users": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 1
+          },
+          "conspectuses": {
+            "type": "integer",
+            "minimum": 0
+          },
+          "error_logs": {
+            "type": "integer",
+            "minimum": 0
+          },
+          "stored_answers": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Stored Idempotency-Key answers that held the learner or their notes or error logs."
+          }
+        }
+      }
+    },
+    "examples": [
+      {
+        "deleted": true,
+        "erased": {
+          "users": 1,
+          "conspectuses": 12,
+          "error_logs": 3,
+          "stored_answers": 5
+        }
+      }
+    ]
+  },
   "DocsSearchTelemetryIngestRequest": {
     "$id": "https://study-service/schemas/DocsSearchTelemetryIngestRequest",
     "type": "object",

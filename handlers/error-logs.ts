@@ -2,7 +2,7 @@
 import { appError } from '../src/errors.js'
 import { decodeCursor, encodeCursor } from '../src/pagination/cursor.js'
 import { invalidQueryParameter } from '../src/validation/request-validation-error.js'
-import { ownerRead, requireOwner } from './owner.js'
+import { answerMissingParent, ownerRead, requireOwner } from './owner.js'
 import type { HandlerDeps, ServiceHandlers } from './types.js'
 
 export function createErrorLogHandlers({
@@ -17,11 +17,13 @@ export function createErrorLogHandlers({
         if (conspectusUuid && !(await repos.conspectuses.exists(owner.client_uuid, conspectusUuid))) {
           throw appError('CONSPECTUS_NOT_FOUND')
         }
-        const entry = await repos.errorLogs.create(owner.client_uuid, {
-          message: body.message,
-          conspectus_uuid: conspectusUuid,
-          context: body.context ?? null,
-        })
+        const entry = await answerMissingParent(
+          repos.errorLogs.create(owner.client_uuid, {
+            message: body.message,
+            conspectus_uuid: conspectusUuid,
+            context: body.context ?? null,
+          }),
+        )
         return { status: 201, body: entry }
       })
     },

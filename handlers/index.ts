@@ -1,6 +1,7 @@
 // The service object bound by fastify-openapi-glue: one method per operationId in the spec.
 import { createConspectusHandlers } from './conspectuses.js'
 import { createErrorLogHandlers } from './error-logs.js'
+import { createLearnerDataHandlers } from './learner-data.js'
 import { createProbeHandlers } from './probes.js'
 import { createTelemetryHandlers } from './telemetry.js'
 import type { HandlerDeps } from './types.js'
@@ -11,6 +12,7 @@ export function createServiceHandlers(deps: HandlerDeps) {
     ...createUserHandlers(deps),
     ...createConspectusHandlers(deps),
     ...createErrorLogHandlers(deps),
+    ...createLearnerDataHandlers(deps),
     ...createTelemetryHandlers(deps),
     ...createProbeHandlers(deps),
   }

@@ -7,13 +7,14 @@ import { strictUuid } from '../validation/formats.js'
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 
+/** A row's place in a (created_at, uuid) order: the error-log list's and the conspectus list's. */
 export interface TimeKeyPosition {
-  created_at: string
-  error_log_uuid: string
+  created_at: string // exact, microseconds, UTC ISO 8601
+  id: string
 }
 
 export function encodeCursor(position: TimeKeyPosition): string {
-  return Buffer.from(JSON.stringify([position.created_at, position.error_log_uuid]), 'utf8').toString('base64url')
+  return Buffer.from(JSON.stringify([position.created_at, position.id]), 'utf8').toString('base64url')
 }
 
 export function decodeCursor(cursor: string): TimeKeyPosition | null {
@@ -23,7 +24,7 @@ export function decodeCursor(cursor: string): TimeKeyPosition | null {
     const [createdAt, id] = value
     if (typeof createdAt !== 'string' || !TIMESTAMP.test(createdAt) || !isBoundedDateTime(createdAt)) return null
     if (typeof id !== 'string' || !strictUuid.test(id) || id !== id.toLowerCase()) return null
-    const position = { created_at: createdAt, error_log_uuid: id }
+    const position = { created_at: createdAt, id }
     return encodeCursor(position) === cursor ? position : null
   } catch {
     return null

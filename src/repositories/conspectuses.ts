@@ -3,9 +3,13 @@ import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
 import type { ReviewMoves, Slot } from '../schedule/leitner.js'
 import { jsonb } from '../library-types.js'
+import { type PagePosition, rethrowMissingParent } from './error-logs.js'
 
 export type Conspectus = components['schemas']['ConspectusResponse']
 export type ScheduleCounts = { total: number; due_now_count: number; slots: Record<Slot, number> }
+
+/** What deleting a note did: false when it is not the user's (any more). */
+export type Deletion = { deleted: false } | { deleted: true; unlinked_error_logs: number }
 
 export interface NewConspectus {
   title: string | null
@@ -25,6 +29,7 @@ export function createConspectusRepository(db: Db) {
     c.dense_paragraph, c.bullets, c.slot, c.next_review_at, c.last_reviewed_at, c.review_count, c.created_at, c.updated_at`)
 
   return {
+    /** Throws MissingParent('user') when the owner was erased after it was read. */
     async create(userId: string, c: NewConspectus): Promise<Conspectus> {
       const [row] = await db<Conspectus[]>`
         with c as (
@@ -33,8 +38,55 @@ export function createConspectusRepository(db: Db) {
                   ${c.slot}, ${c.next_review_at}, ${c.created_at}, ${c.created_at})
           returning *
         )
-        select ${RESPONSE_COLUMNS} from c join users u on u.client_uuid = c.user_id`
+        select ${RESPONSE_COLUMNS} from c join users u on u.client_uuid = c.user_id`.catch(rethrowMissingParent)
       return row!
+    },
+
+    /** The user's conspectus, or undefined when it is not the user's. */
+    async find(userId: string, conspectusUuid: string): Promise<Conspectus | undefined> {
+      const [row] = await db<Conspectus[]>`
+        select ${RESPONSE_COLUMNS}
+        from conspectuses c join users u on u.client_uuid = c.user_id
+        where c.conspectus_uuid = ${conspectusUuid} and c.user_id = ${userId}`
+      return row
+    },
+
+    /** Up to `limit` of the user's notes after `after` (exclusive), oldest first, plus the last one's position. */
+    async page(userId: string, options: { slot?: Slot; after?: PagePosition; limit: number }) {
+      const rows = await db<(Conspectus & { position_ts: string })[]>`
+        select ${RESPONSE_COLUMNS},
+               to_char(c.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as position_ts
+        from conspectuses c join users u on u.client_uuid = c.user_id
+        where c.user_id = ${userId}
+          ${options.slot ? db`and c.slot = ${options.slot}` : db``}
+          ${options.after ? db`and (c.created_at, c.conspectus_uuid) > (${options.after.created_at}::timestamptz, ${options.after.id}::uuid)` : db``}
+        order by c.created_at, c.conspectus_uuid
+        limit ${options.limit + 1}`
+      const hasMore = rows.length > options.limit
+      const items = rows.slice(0, options.limit)
+      const last = items[items.length - 1]
+      const next: PagePosition | null =
+        hasMore && last ? { created_at: last.position_ts, id: last.conspectus_uuid } : null
+      return { items: items.map(({ position_ts: _omit, ...item }) => item), next }
+    },
+
+    /**
+     * Deletes the user's note in one statement; the error logs that pointed at it keep their
+     * message and lose the link (the foreign key's ON DELETE SET NULL would do it too; the
+     * UPDATE here counts them).
+     */
+    async delete(userId: string, conspectusUuid: string): Promise<Deletion> {
+      const [row] = await db<{ deleted: number; unlinked: number }[]>`
+        with gone as (
+          delete from conspectuses where conspectus_uuid = ${conspectusUuid} and user_id = ${userId}
+          returning conspectus_uuid
+        ), unlinked as (
+          update error_logs set conspectus_uuid = null
+          where user_id = ${userId} and conspectus_uuid in (select conspectus_uuid from gone)
+          returning 1
+        )
+        select (select count(*) from gone)::int as deleted, (select count(*) from unlinked)::int as unlinked`
+      return row!.deleted === 1 ? { deleted: true, unlinked_error_logs: row!.unlinked } : { deleted: false }
     },
 
     async exists(userId: string, conspectusUuid: string): Promise<boolean> {

@@ -2,12 +2,32 @@
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
 import { jsonb } from '../library-types.js'
+import type { TimeKeyPosition as PagePosition } from '../pagination/cursor.js'
 
+export type { PagePosition }
 export type ErrorLog = components['schemas']['ErrorLogResponse']
-/** Position of a row in the (created_at desc, error_log_uuid desc) order. */
-export interface PagePosition {
-  created_at: string // exact, microseconds, UTC ISO 8601
-  error_log_uuid: string
+
+/**
+ * Thrown when an insert names a row that is gone: the owner (erased after the write read it) or
+ * the linked conspectus (deleted after the write checked it). The write answers 404.
+ */
+export class MissingParent extends Error {
+  constructor(readonly parent: 'user' | 'conspectus') {
+    super(`${parent} is gone`)
+  }
+}
+
+const PARENT_OF_CONSTRAINT: Record<string, MissingParent['parent']> = {
+  conspectuses_user_id_fkey: 'user',
+  error_logs_user_id_fkey: 'user',
+  error_logs_conspectus_uuid_fkey: 'conspectus',
+}
+
+/** Turns a foreign-key violation of an insert into MissingParent; rethrows anything else. */
+export function rethrowMissingParent(err: unknown): never {
+  const parent = PARENT_OF_CONSTRAINT[(err as { constraint_name?: string }).constraint_name ?? '']
+  if ((err as { code?: string }).code === '23503' && parent) throw new MissingParent(parent)
+  throw err
 }
 
 export interface NewErrorLog {
@@ -26,7 +46,7 @@ export function createErrorLogRepository(db: Db) {
           returning *
         )
         select i.error_log_uuid, u.system_user_id, u.system_uuid, i.conspectus_uuid, i.message, i.context, i.created_at
-        from inserted i join users u on u.client_uuid = i.user_id`
+        from inserted i join users u on u.client_uuid = i.user_id`.catch(rethrowMissingParent)
       return row!
     },
 
@@ -38,14 +58,14 @@ export function createErrorLogRepository(db: Db) {
         from error_logs e join users u on u.client_uuid = e.user_id
         where e.user_id = ${userId}
           ${options.conspectusUuid ? db`and e.conspectus_uuid = ${options.conspectusUuid}` : db``}
-          ${options.after ? db`and (e.created_at, e.error_log_uuid) < (${options.after.created_at}::timestamptz, ${options.after.error_log_uuid}::uuid)` : db``}
+          ${options.after ? db`and (e.created_at, e.error_log_uuid) < (${options.after.created_at}::timestamptz, ${options.after.id}::uuid)` : db``}
         order by e.created_at desc, e.error_log_uuid desc
         limit ${options.limit + 1}`
       const hasMore = rows.length > options.limit
       const items = rows.slice(0, options.limit)
       const last = items[items.length - 1]
       const next: PagePosition | null =
-        hasMore && last ? { created_at: last.position_ts, error_log_uuid: last.error_log_uuid } : null
+        hasMore && last ? { created_at: last.position_ts, id: last.error_log_uuid } : null
       return { items: items.map(({ position_ts: _omit, ...item }) => item), next }
     },
   }

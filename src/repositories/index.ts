@@ -4,6 +4,7 @@ import type { Db } from '../db/client.js'
 import type { PoolUsage } from '../db/pool-usage.js'
 import { createConspectusRepository } from './conspectuses.js'
 import { createErrorLogRepository } from './error-logs.js'
+import { createLearnerRepository } from './learners.js'
 import { createTelemetryRepository } from './telemetry.js'
 import { createUserRepository } from './users.js'
 
@@ -36,6 +37,7 @@ const factories = {
   users: createUserRepository,
   conspectuses: createConspectusRepository,
   errorLogs: createErrorLogRepository,
+  learners: createLearnerRepository,
   telemetry: createTelemetryRepository,
 }
 
@@ -64,6 +66,9 @@ class LazyRepositories {
   }
   get errorLogs() {
     return this.#get('errorLogs')
+  }
+  get learners() {
+    return this.#get('learners')
   }
   get telemetry() {
     return this.#get('telemetry')

@@ -20,6 +20,8 @@ t.test('every protected operation names at least one scope, all of them known', 
     'telemetry:erase',
     'telemetry:ingest',
     'telemetry:read',
+    'users:erase',
+    'users:export',
     'users:read',
     'users:write',
   ])

@@ -184,7 +184,7 @@ t.test(
     const uuid = randomUUID()
     for (const [method, url, allow] of [
       ['DELETE', '/api/v1/user', 'POST, OPTIONS'],
-      ['POST', `/api/v1/user/${uuid}/x`, 'GET, PUT, PATCH, OPTIONS'],
+      ['POST', `/api/v1/user/${uuid}/x`, 'GET, PUT, PATCH, DELETE, OPTIONS'],
       ['HEAD', '/live', 'GET, OPTIONS'],
       ['QUERY', '/api/v1/errors', 'GET, POST, OPTIONS'],
     ] as const) {
@@ -196,7 +196,7 @@ t.test(
     }
     const options = await app.inject({ method: 'OPTIONS', url: `/api/v1/conspectuses/${uuid}` })
     t.equal(options.statusCode, 204)
-    t.equal(options.headers.allow, 'PATCH, OPTIONS')
+    t.equal(options.headers.allow, 'GET, PATCH, DELETE, OPTIONS')
     const missing = await app.inject({ method: 'DELETE', url: '/api/v2/nothing' })
     t.equal(missing.statusCode, 404)
     t.equal(missing.json().code, 'COMMON_404')
