@@ -108,5 +108,14 @@ export async function walk(baseUrl: string, apiKey: string, id: string, strict: 
     await sdk.getDocsSearchTelemetryMetrics({ client, query: { window_minutes: 60 } }),
   )
   done('eraseDocsSearchSession', await sdk.eraseDocsSearchSession({ client, path: { session_id: 'walk-session' } }))
+
+  // A learner's data: one note, the list, the export, then the note's deletion and the erasure.
+  done('getConspectus', await sdk.getConspectus({ client, path: { conspectus_uuid }, query: me }))
+  const notes = await sdk.listConspectuses({ client, query: { ...me, limit: 10 } })
+  done('listConspectuses', notes)
+  if (strict) expect(notes.data?.items.length === 1, 'one note listed')
+  done('exportUser', await sdk.exportUser({ client, path: me }))
+  done('deleteConspectus', await sdk.deleteConspectus({ client, path: { conspectus_uuid }, query: me }))
+  done('eraseUser', await sdk.eraseUser({ client, path: me }))
   return r.calls
 }

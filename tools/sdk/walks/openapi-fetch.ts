@@ -104,5 +104,26 @@ export async function walk(baseUrl: string, apiKey: string, id: string, strict: 
       })
     ).response,
   )
+
+  // A learner's data: one note, the list, the export, then the note's deletion and the erasure.
+  const mine = { query: me }
+  r.record(
+    'getConspectus',
+    (await client.GET('/api/v1/conspectuses/{conspectus_uuid}', { params: { path: { conspectus_uuid }, ...mine } }))
+      .response,
+  )
+  const notes = await client.GET('/api/v1/conspectuses', { params: { query: { ...me, limit: 10 } } })
+  r.record('listConspectuses', notes.response)
+  if (strict) expect(notes.data?.items.length === 1, 'one note listed')
+  r.record(
+    'exportUser',
+    (await client.GET('/api/v1/user/{system_uuid}/{system_user_id}/export', { params: path })).response,
+  )
+  r.record(
+    'deleteConspectus',
+    (await client.DELETE('/api/v1/conspectuses/{conspectus_uuid}', { params: { path: { conspectus_uuid }, ...mine } }))
+      .response,
+  )
+  r.record('eraseUser', (await client.DELETE('/api/v1/user/{system_uuid}/{system_user_id}', { params: path })).response)
   return r.calls
 }

@@ -104,5 +104,14 @@ export async function walk(_baseUrl: string, apiKey: string, id: string, strict:
     await api.getDocsSearchTelemetryMetrics({ window_minutes: 60 }, undefined, auth),
   )
   done('eraseDocsSearchSession', await api.eraseDocsSearchSession('walk-session', undefined, auth))
+
+  // A learner's data: one note, the list, the export, then the note's deletion and the erasure.
+  done('getConspectus', await api.getConspectus(conspectusUuid, me, undefined, auth))
+  const notes = await api.listConspectuses({ ...me, limit: 10 }, undefined, auth)
+  done('listConspectuses', notes)
+  if (strict) expect(notes.status === 200 && notes.data.items.length === 1, 'one note listed')
+  done('exportUser', await api.exportUser(me.system_uuid, me.system_user_id, undefined, auth))
+  done('deleteConspectus', await api.deleteConspectus(conspectusUuid, me, undefined, auth))
+  done('eraseUser', await api.eraseUser(me.system_uuid, me.system_user_id, undefined, auth))
   return r.calls
 }
