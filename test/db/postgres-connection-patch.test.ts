@@ -8,6 +8,7 @@ import { createRequire } from 'node:module'
 import path from 'node:path'
 import { projectRoot } from '../../src/paths.js'
 import { ADMIN_URL } from '../helpers/database.js'
+import { startPrimaryAndStandby } from '../helpers/private-replication.js'
 import { freePort } from '../helpers/server-process.js'
 
 const require = createRequire(import.meta.url)
@@ -26,6 +27,10 @@ function outcome(p: Promise<unknown>, ms: number): Promise<string> {
     }),
   ]).finally(() => clearTimeout(timer))
 }
+
+// A primary and its hot standby, for target_session_attrs (the standby is listed first).
+const replication = await startPrimaryAndStandby(t, [await freePort(), await freePort()])
+const bothHosts = `postgres://postgres@127.0.0.1:${replication.standby.port},127.0.0.1:${replication.primary.port}/postgres`
 
 for (const build of ['src', 'cjs/src']) {
   const load = async (): Promise<Postgres> =>
@@ -76,5 +81,26 @@ for (const build of ['src', 'cjs/src']) {
     )
     t.teardown(() => sql.end({ timeout: 1 }))
     for (let i = 0; i < 4; i++) t.same(await sql`select ${i}::int as i`, [{ i }])
+  })
+}
+
+for (const build of ['src', 'cjs/src']) {
+  t.test(`${build}: target_session_attrs=read-write never connects to a hot standby`, async (t) => {
+    const postgres: Postgres =
+      build === 'cjs/src'
+        ? require(path.join(projectRoot, 'node_modules/postgres/cjs/src/index.js'))
+        : (await import(path.join(projectRoot, 'node_modules/postgres/src/index.js'))).default
+    for (const [attrs, recovering] of [
+      ['read-write', false],
+      ['read-only', true],
+    ] as const) {
+      // A fresh pool each time, so every connection starts from the standby, the first host.
+      for (let i = 0; i < 3; i++) {
+        const sql = postgres(`${bothHosts}?target_session_attrs=${attrs}`, { max: 1, onnotice: () => {} })
+        const [row] = await sql<{ recovering: boolean }[]>`select pg_is_in_recovery() as recovering`
+        t.equal(row?.recovering, recovering, `${attrs}: ${recovering ? 'the standby' : 'the primary'}`)
+        await sql.end({ timeout: 1 })
+      }
+    }
   })
 }
