@@ -1,0 +1,194 @@
+// SQL for the docs-search analytics over a range of UTC days: top searches, searches without
+// results or without clicks, click positions and a per-day or per-hour series. Definitions follow
+// Algolia's Analytics API: a search is one `search_query` event; a click belongs to the searches
+// with its `query_id`; a rate is null when there were no searches. These read the raw events of
+// the range (one pass per answer); each answer is a plain array; docs/docs-search-analytics.md says what a rollup must keep.
+import type { Db } from '../db/client.js'
+
+/**
+ * A query text as compared and shown: trimmed, lower case, inner whitespace collapsed to one
+ * space, Unicode NFC (the same steps, in this order, as normaliseQuery).
+ */
+export const NORMALISED_QUERY_SQL = `normalize(regexp_replace(lower(regexp_replace(query_text, '^\\s+|\\s+$', '', 'g')), '\\s+', ' ', 'g'), NFC)`
+
+/** The JavaScript twin of NORMALISED_QUERY_SQL. */
+export function normaliseQuery(text: string): string {
+  return text.trim().toLowerCase().replace(/\s+/g, ' ').normalize('NFC')
+}
+
+/** Half-open range [fromMs, toMs) in epoch milliseconds. */
+export interface AnalyticsRange {
+  fromMs: number
+  toMs: number
+}
+
+export interface SearchRow {
+  query: string
+  count: number
+  no_result_count: number
+  with_click_count: number
+  click_through_rate: number | null
+  average_click_position: number | null
+}
+export interface QueryCount {
+  query: string
+  count: number
+}
+export interface PositionBucket {
+  from_rank: number
+  to_rank: number | null
+  clicks: number
+}
+export interface SeriesPoint {
+  start: string
+  total_queries: number
+  zero_result_queries: number
+  queries_with_click: number
+  query_ctr: number | null
+  zero_result_rate: number | null
+}
+
+// $1, $2: the range [from, to) in ms. `searches`: every search of the range with its normalised
+// query, whether a click of the range carries its query id, and its session (a search without one
+// is a session of its own, named by its row).
+const SEARCHES_CTE = `
+  clicked as (
+    select distinct query_id from docs_search_events
+    where event = 'search_result_click' and query_id <> '' and emitted_at_ms >= $1::bigint and emitted_at_ms < $2::bigint
+  ),
+  searches as (
+    select ${NORMALISED_QUERY_SQL} as query, e.query_id, e.results_count, e.emitted_at_ms,
+           coalesce(nullif(e.session_id, ''), 'event:' || e.ctid::text || ':' || e.tableoid::text) as session,
+           c.query_id is not null as with_click
+    from docs_search_events e
+    left join clicked c on c.query_id = e.query_id and e.query_id <> ''
+    where e.event = 'search_query' and e.emitted_at_ms >= $1::bigint and e.emitted_at_ms < $2::bigint
+  ),
+  per_query as (
+    select query, count(*) as count,
+           count(*) filter (where results_count = 0) as no_result_count,
+           count(*) filter (where with_click) as with_click_count,
+           count(*) filter (where results_count > 0 and not with_click) as no_click_count,
+           count(distinct session) as sessions
+    from searches
+    group by query
+  )`
+
+// $3: the fewest distinct sessions a listed query needs; $4: the list's length.
+const SEARCHES_SQL = `
+  with ${SEARCHES_CTE},
+  positions as (
+    select q.query, avg(e.result_rank)::float8 as average_click_position
+    from (select distinct query, query_id from searches where query_id <> '') q
+    join docs_search_events e on e.query_id = q.query_id
+    where e.event = 'search_result_click' and e.result_rank > 0 and e.emitted_at_ms >= $1::bigint and e.emitted_at_ms < $2::bigint
+    group by q.query
+  )
+  select p.query, p.count::int, p.no_result_count::int, p.with_click_count::int,
+         p.with_click_count::float8 / p.count as click_through_rate,
+         pos.average_click_position
+  from per_query p left join positions pos using (query)
+  where p.sessions >= $3::int
+  order by p.count desc, p.query
+  limit $4::int`
+
+const COUNTED_SQL = (column: string) => `
+  with ${SEARCHES_CTE}
+  select query, ${column}::int as count
+  from per_query
+  where sessions >= $3::int and ${column} > 0
+  order by ${column} desc, query
+  limit $4::int`
+
+// Ranks 1-10 one bucket each, 11-20 one, 21 and above one (to_rank null).
+const POSITIONS_SQL = `
+  with buckets (from_rank, to_rank) as (
+    select r, r from generate_series(1, 10) r
+    union all select 11, 20
+    union all select 21, null
+  ),
+  clicks as (
+    select result_rank from docs_search_events
+    where event = 'search_result_click' and result_rank > 0 and emitted_at_ms >= $1::bigint and emitted_at_ms < $2::bigint
+  )
+  select b.from_rank, b.to_rank,
+         (select count(*) from clicks c where c.result_rank >= b.from_rank and (b.to_rank is null or c.result_rank <= b.to_rank))::int as clicks
+  from buckets b
+  order by b.from_rank`
+
+// $3: the period in ms (a day or an hour); every period of the range has a point.
+const SERIES_SQL = `
+  with ${SEARCHES_CTE},
+  periods as (select generate_series($1::bigint, $2::bigint - 1, $3::bigint) as start_ms),
+  counted as (
+    select (emitted_at_ms - $1::bigint) / $3::bigint * $3::bigint + $1::bigint as start_ms,
+           count(*) as total, count(*) filter (where results_count = 0) as zero, count(*) filter (where with_click) as clicked
+    from searches group by 1
+  )
+  select p.start_ms, coalesce(c.total, 0)::int as total_queries, coalesce(c.zero, 0)::int as zero_result_queries,
+         coalesce(c.clicked, 0)::int as queries_with_click
+  from periods p left join counted c using (start_ms)
+  order by p.start_ms`
+
+const rate = (part: number, whole: number) => (whole === 0 ? null : part / whole)
+
+export function createTelemetryAnalyticsRepository(db: Db) {
+  return {
+    /** The most frequent queries asked by at least minSessions sessions, most frequent first. */
+    async searches(range: AnalyticsRange, minSessions: number, limit: number): Promise<SearchRow[]> {
+      return [
+        ...(await db.unsafe<SearchRow[]>(SEARCHES_SQL, [range.fromMs, range.toMs, minSessions, limit], {
+          prepare: true,
+        })),
+      ]
+    },
+
+    /** The queries whose searches found nothing, with how many did. */
+    async noResults(range: AnalyticsRange, minSessions: number, limit: number): Promise<QueryCount[]> {
+      return [
+        ...(await db.unsafe<QueryCount[]>(
+          COUNTED_SQL('no_result_count'),
+          [range.fromMs, range.toMs, minSessions, limit],
+          {
+            prepare: true,
+          },
+        )),
+      ]
+    },
+
+    /** The queries whose searches found results and got no click, with how many did. */
+    async noClicks(range: AnalyticsRange, minSessions: number, limit: number): Promise<QueryCount[]> {
+      return [
+        ...(await db.unsafe<QueryCount[]>(
+          COUNTED_SQL('no_click_count'),
+          [range.fromMs, range.toMs, minSessions, limit],
+          {
+            prepare: true,
+          },
+        )),
+      ]
+    },
+
+    /** Clicks of the range by the rank clicked: 1 to 10, 11 to 20, 21 and above. */
+    async clickPositions(range: AnalyticsRange): Promise<PositionBucket[]> {
+      return [...(await db.unsafe<PositionBucket[]>(POSITIONS_SQL, [range.fromMs, range.toMs], { prepare: true }))]
+    },
+
+    /** One point per period (periodMs: a day or an hour) of the range, from its start. */
+    async series(range: AnalyticsRange, periodMs: number): Promise<SeriesPoint[]> {
+      const rows = await db.unsafe<
+        { start_ms: string; total_queries: number; zero_result_queries: number; queries_with_click: number }[]
+      >(SERIES_SQL, [range.fromMs, range.toMs, periodMs], { prepare: true })
+      return rows.map((r) => ({
+        start: new Date(Number(r.start_ms)).toISOString(),
+        total_queries: r.total_queries,
+        zero_result_queries: r.zero_result_queries,
+        queries_with_click: r.queries_with_click,
+        query_ctr: rate(r.queries_with_click, r.total_queries),
+        zero_result_rate: rate(r.zero_result_queries, r.total_queries),
+      }))
+    },
+  }
+}
+
+export type TelemetryAnalyticsRepository = ReturnType<typeof createTelemetryAnalyticsRepository>

@@ -1,0 +1,193 @@
+// The docs-search analytics over random events: every answer equals the definitions computed
+// here by brute force over the same raw events (normalised query, privacy threshold, click
+// attribution by query id, ranks in buckets), and a series summed over its points equals the
+// range's totals.
+import assert from 'node:assert/strict'
+import t from 'tap'
+import fc from 'fast-check'
+import { createTelemetryRepository } from '../../src/repositories/telemetry.js'
+import {
+  createTelemetryAnalyticsRepository,
+  NORMALISED_QUERY_SQL,
+  normaliseQuery,
+  type AnalyticsRange,
+} from '../../src/repositories/telemetry-analytics.js'
+import { createTestDatabase } from '../helpers/database.js'
+
+const DAY = 86_400_000
+const HOUR = 3_600_000
+const START = Date.parse('2026-11-20T00:00:00Z')
+
+const { sql } = await createTestDatabase(t)
+const telemetry = createTelemetryRepository(sql)
+const analytics = createTelemetryAnalyticsRepository(sql)
+
+interface Event {
+  event: string
+  emitted_at_ms: number
+  session_id: string
+  query_id: string
+  query_text: string
+  results_count: number
+  result_rank: number
+}
+
+// Texts that differ only by case, spacing or Unicode composition normalise to the same query.
+const text = fc.constantFrom(
+  'Install',
+  ' install ',
+  'INSTALL',
+  'set  up',
+  'set\tup',
+  'Café',
+  'cafe\u0301',
+  'CAFÉ ',
+  'x',
+  '',
+)
+const event: fc.Arbitrary<Event> = fc.record({
+  event: fc.constantFrom('search_query', 'search_query', 'search_result_click', 'search_success'),
+  // three days, clustered at the day starts
+  emitted_at_ms: fc.oneof(
+    fc.integer({ min: START - HOUR, max: START + 3 * DAY }),
+    fc.tuple(fc.integer({ min: 0, max: 3 }), fc.integer({ min: -2, max: 2 })).map(([d, ms]) => START + d * DAY + ms),
+  ),
+  session_id: fc.constantFrom('', '', 's1', 's2', 's3'),
+  query_id: fc.constantFrom('', 'a', 'b', 'c', 'd', 'e', 'f'),
+  query_text: text,
+  results_count: fc.constantFrom(0, 0, 3, 12),
+  result_rank: fc.constantFrom(0, 1, 2, 10, 11, 20, 21, 500),
+})
+
+/** The analytics of [fromMs, toMs) straight from their definitions. */
+function reference(events: Event[], range: AnalyticsRange, minSessions: number, limit: number) {
+  const inRange = events.filter((e) => e.emitted_at_ms >= range.fromMs && e.emitted_at_ms < range.toMs)
+  const searches = inRange.filter((e) => e.event === 'search_query')
+  const clicks = inRange.filter((e) => e.event === 'search_result_click')
+  const clickedIds = new Set(clicks.filter((e) => e.query_id !== '').map((e) => e.query_id))
+  const withClick = (e: Event) => e.query_id !== '' && clickedIds.has(e.query_id)
+  const byQuery = new Map<string, Event[]>()
+  for (const s of searches) {
+    const q = normaliseQuery(s.query_text)
+    byQuery.set(q, [...(byQuery.get(q) ?? []), s])
+  }
+  const rows = [...byQuery].map(([query, list]) => {
+    const ids = new Set(list.map((s) => s.query_id).filter((id) => id !== ''))
+    const ranks = clicks.filter((c) => c.result_rank > 0 && ids.has(c.query_id)).map((c) => c.result_rank)
+    const sessions = new Set(list.map((s, i) => s.session_id || `event ${i}`)).size
+    const withClickCount = list.filter(withClick).length
+    return {
+      query,
+      sessions,
+      count: list.length,
+      no_result_count: list.filter((s) => s.results_count === 0).length,
+      with_click_count: withClickCount,
+      no_click_count: list.filter((s) => s.results_count > 0 && !withClick(s)).length,
+      click_through_rate: withClickCount / list.length,
+      average_click_position: ranks.length === 0 ? null : ranks.reduce((a, b) => a + b, 0) / ranks.length,
+    }
+  })
+  const listed = rows.filter((r) => r.sessions >= minSessions)
+  const top = (key: 'count' | 'no_result_count' | 'no_click_count') =>
+    listed
+      .filter((r) => r[key] > 0)
+      .sort((a, b) => b[key] - a[key] || (a.query < b.query ? -1 : 1))
+      .slice(0, limit)
+      .map((r) => ({ query: r.query, count: r[key] }))
+  const buckets: [number, number | null][] = [
+    ...Array.from({ length: 10 }, (_, i) => [i + 1, i + 1] as [number, number]),
+    [11, 20],
+    [21, null],
+  ]
+  return {
+    searches: listed
+      .sort((a, b) => b.count - a.count || (a.query < b.query ? -1 : 1))
+      .slice(0, limit)
+      .map(({ sessions: _s, no_click_count: _n, ...row }) => row),
+    noResults: top('no_result_count'),
+    noClicks: top('no_click_count'),
+    positions: buckets.map(([from, to]) => ({
+      from_rank: from,
+      to_rank: to,
+      clicks: clicks.filter((c) => c.result_rank >= from && (to === null || c.result_rank <= to)).length,
+    })),
+    totals: {
+      total_queries: searches.length,
+      zero_result_queries: searches.filter((s) => s.results_count === 0).length,
+      queries_with_click: searches.filter(withClick).length,
+    },
+  }
+}
+
+const round = <T extends { average_click_position: number | null }>(rows: T[]) =>
+  rows.map((r) => ({
+    ...r,
+    average_click_position: r.average_click_position === null ? null : Number(r.average_click_position.toFixed(9)),
+  }))
+
+t.test('every analytics answer equals the brute-force definitions over the raw events', async (t) => {
+  // node's assert inside the property, so that fast-check sees a failure and shrinks it
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(event, { minLength: 0, maxLength: 120 }),
+      fc.integer({ min: 0, max: 2 }),
+      fc.integer({ min: 1, max: 3 }),
+      fc.integer({ min: 1, max: 2 }),
+      fc.integer({ min: 1, max: 8 }),
+      async (events, firstDay, days, minSessions, limit) => {
+        await sql`truncate docs_search_events, docs_search_queries`
+        if (events.length > 0) await telemetry.append(events)
+        const range = { fromMs: START + firstDay * DAY, toMs: START + (firstDay + days) * DAY }
+        const want = reference(events, range, minSessions, limit)
+        assert.deepEqual(round(await analytics.searches(range, minSessions, limit)), round(want.searches), 'searches')
+        assert.deepEqual(await analytics.noResults(range, minSessions, limit), want.noResults, 'no results')
+        assert.deepEqual(await analytics.noClicks(range, minSessions, limit), want.noClicks, 'no clicks')
+        assert.deepEqual(await analytics.clickPositions(range), want.positions, 'click positions')
+        for (const periodMs of [DAY, HOUR]) {
+          const points = await analytics.series(range, periodMs)
+          assert.equal(points.length, (range.toMs - range.fromMs) / periodMs, 'one point per period')
+          const sum = (key: 'total_queries' | 'zero_result_queries' | 'queries_with_click') =>
+            points.reduce((n, p) => n + p[key], 0)
+          assert.deepEqual(
+            {
+              total_queries: sum('total_queries'),
+              zero_result_queries: sum('zero_result_queries'),
+              queries_with_click: sum('queries_with_click'),
+            },
+            want.totals,
+            'the series sums to the range totals',
+          )
+          for (const p of points) {
+            if (p.total_queries === 0)
+              assert.deepEqual([p.query_ctr, p.zero_result_rate], [null, null], 'no searches: null rates')
+          }
+        }
+      },
+    ),
+    { numRuns: 60 },
+  )
+  t.pass('60 random fixtures agree')
+})
+
+t.test('a query asked by one session is counted but never listed', async (t) => {
+  await sql`truncate docs_search_events, docs_search_queries`
+  const at = START + HOUR
+  await telemetry.append([
+    { event: 'search_query', emitted_at_ms: at, session_id: 'v1', query_text: 'jane@example.com', results_count: 0 },
+    { event: 'search_query', emitted_at_ms: at, session_id: 'v1', query_text: 'jane@example.com', results_count: 0 },
+    { event: 'search_query', emitted_at_ms: at, session_id: 'v1', query_text: 'Install', results_count: 0 },
+    { event: 'search_query', emitted_at_ms: at, session_id: '', query_text: ' install', results_count: 0 },
+  ])
+  const range = { fromMs: START, toMs: START + DAY }
+  t.same(await analytics.noResults(range, 2, 10), [{ query: 'install', count: 2 }])
+  const [day] = await analytics.series(range, DAY)
+  t.equal(day!.zero_result_queries, 4, 'the totals still count it')
+})
+
+t.test('the normalisation: trim, lower case, collapsed whitespace, NFC', async (t) => {
+  t.equal(normaliseQuery('  Set \t\n UP '), 'set up')
+  t.equal(normaliseQuery('CAFE\u0301'), 'caf\u00e9')
+  const [row] =
+    await sql`select ${sql.unsafe(NORMALISED_QUERY_SQL)} as n from (select ${'  CAFE\u0301 \t Au  Lait '}::text as query_text) x`
+  t.equal(row!.n, normaliseQuery('  CAFE\u0301 \t Au  Lait '))
+})
