@@ -391,6 +391,167 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/telemetry/docs-search/analytics/searches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Most frequent docs searches
+         * @description The most frequent queries of the range, most frequent first (then by query), with how
+         *     many searches found nothing, how many got a click, the click-through rate (searches with
+         *     a click / searches) and the average rank clicked (null without a click with a rank).
+         *
+         *     The range is the UTC days `from` to `to`, both included (default: the last 7 days,
+         *     today included; at most 90 days; `from` after `to` or a longer range is 422
+         *     `COMMON_422`). A search is one `search_query` event of the range; a click
+         *     (`search_result_click` of the range) belongs to the searches with its `query_id`. Queries
+         *     are compared after normalisation: trimmed, lower case, inner whitespace collapsed to one
+         *     space, Unicode NFC. A query is listed only when at least `TELEMETRY_MIN_SESSIONS`
+         *     (default 2) distinct sessions asked it in the range (a search without `session_id` is a
+         *     session of its own); unlisted queries still count in the series' totals.
+         *
+         *     Business errors: none beyond the common ones (401, 403, 422, 429).
+         */
+        get: operations["getDocsSearchTopSearches"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/telemetry/docs-search/analytics/searches/no-results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Docs searches that found nothing
+         * @description The queries whose searches had `results_count` 0, by how many did (most first).
+         *
+         *     The range is the UTC days `from` to `to`, both included (default: the last 7 days,
+         *     today included; at most 90 days; `from` after `to` or a longer range is 422
+         *     `COMMON_422`). A search is one `search_query` event of the range; a click
+         *     (`search_result_click` of the range) belongs to the searches with its `query_id`. Queries
+         *     are compared after normalisation: trimmed, lower case, inner whitespace collapsed to one
+         *     space, Unicode NFC. A query is listed only when at least `TELEMETRY_MIN_SESSIONS`
+         *     (default 2) distinct sessions asked it in the range (a search without `session_id` is a
+         *     session of its own); unlisted queries still count in the series' totals.
+         *
+         *     Business errors: none beyond the common ones (401, 403, 422, 429).
+         */
+        get: operations["getDocsSearchNoResultSearches"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/telemetry/docs-search/analytics/searches/no-clicks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Docs searches with results and no click
+         * @description The queries whose searches had results and no click, by how many did (most first).
+         *
+         *     The range is the UTC days `from` to `to`, both included (default: the last 7 days,
+         *     today included; at most 90 days; `from` after `to` or a longer range is 422
+         *     `COMMON_422`). A search is one `search_query` event of the range; a click
+         *     (`search_result_click` of the range) belongs to the searches with its `query_id`. Queries
+         *     are compared after normalisation: trimmed, lower case, inner whitespace collapsed to one
+         *     space, Unicode NFC. A query is listed only when at least `TELEMETRY_MIN_SESSIONS`
+         *     (default 2) distinct sessions asked it in the range (a search without `session_id` is a
+         *     session of its own); unlisted queries still count in the series' totals.
+         *
+         *     Business errors: none beyond the common ones (401, 403, 422, 429).
+         */
+        get: operations["getDocsSearchNoClickSearches"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/telemetry/docs-search/analytics/clicks/positions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where docs-search clicks land
+         * @description Clicks of the range (with a `result_rank` of 1 or more) by the rank clicked, in 12
+         *     buckets: ranks 1 to 10 one each, 11 to 20, and 21 and above (`to_rank` null).
+         *
+         *     The range is the UTC days `from` to `to`, both included (default: the last 7 days,
+         *     today included; at most 90 days; `from` after `to` or a longer range is 422
+         *     `COMMON_422`). A search is one `search_query` event of the range; a click
+         *     (`search_result_click` of the range) belongs to the searches with its `query_id`. Queries
+         *     are compared after normalisation: trimmed, lower case, inner whitespace collapsed to one
+         *     space, Unicode NFC. A query is listed only when at least `TELEMETRY_MIN_SESSIONS`
+         *     (default 2) distinct sessions asked it in the range (a search without `session_id` is a
+         *     session of its own); unlisted queries still count in the series' totals.
+         *
+         *     Business errors: none beyond the common ones (401, 403, 422, 429).
+         */
+        get: operations["getDocsSearchClickPositions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/telemetry/docs-search/analytics/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Docs-search volume, zero-result rate and CTR over time
+         * @description One point per UTC day (or hour, for a range of at most 7 days; longer is 422) of the
+         *     range, from its start: searches, searches with no result, searches with a click, and
+         *     the rates (null for a point without searches, 0 with searches and no click). Summed
+         *     over the points the counts are the range's totals; every search counts, listed or not.
+         *
+         *     The range is the UTC days `from` to `to`, both included (default: the last 7 days,
+         *     today included; at most 90 days; `from` after `to` or a longer range is 422
+         *     `COMMON_422`). A search is one `search_query` event of the range; a click
+         *     (`search_result_click` of the range) belongs to the searches with its `query_id`. Queries
+         *     are compared after normalisation: trimmed, lower case, inner whitespace collapsed to one
+         *     space, Unicode NFC. A query is listed only when at least `TELEMETRY_MIN_SESSIONS`
+         *     (default 2) distinct sessions asked it in the range (a search without `session_id` is a
+         *     session of its own); unlisted queries still count in the series' totals.
+         *
+         *     Business errors: none beyond the common ones (401, 403, 422, 429).
+         */
+        get: operations["getDocsSearchSeries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/telemetry/docs-search/sessions/{session_id}": {
         parameters: {
             query?: never;
@@ -1196,6 +1357,181 @@ export interface components {
         };
         /**
          * @example {
+         *       "from": "2026-11-21",
+         *       "to": "2026-11-27",
+         *       "items": [
+         *         {
+         *           "query": "install",
+         *           "count": 120,
+         *           "no_result_count": 3,
+         *           "with_click_count": 90,
+         *           "click_through_rate": 0.75,
+         *           "average_click_position": 1.8
+         *         }
+         *       ]
+         *     }
+         */
+        DocsSearchTopSearchesResponse: {
+            /** Format: date */
+            from: string;
+            /** Format: date */
+            to: string;
+            items: {
+                /** @description The normalised query. */
+                query: string;
+                count: number;
+                no_result_count: number;
+                with_click_count: number;
+                click_through_rate: number;
+                average_click_position: number | null;
+            }[];
+        };
+        /**
+         * @example {
+         *       "from": "2026-11-21",
+         *       "to": "2026-11-27",
+         *       "items": [
+         *         {
+         *           "query": "sso setup",
+         *           "count": 14
+         *         }
+         *       ]
+         *     }
+         */
+        DocsSearchQueryCountsResponse: {
+            /** Format: date */
+            from: string;
+            /** Format: date */
+            to: string;
+            items: {
+                /** @description The normalised query. */
+                query: string;
+                count: number;
+            }[];
+        };
+        /**
+         * @example {
+         *       "from": "2026-11-21",
+         *       "to": "2026-11-27",
+         *       "positions": [
+         *         {
+         *           "from_rank": 1,
+         *           "to_rank": 1,
+         *           "clicks": 50
+         *         },
+         *         {
+         *           "from_rank": 2,
+         *           "to_rank": 2,
+         *           "clicks": 20
+         *         },
+         *         {
+         *           "from_rank": 3,
+         *           "to_rank": 3,
+         *           "clicks": 9
+         *         },
+         *         {
+         *           "from_rank": 4,
+         *           "to_rank": 4,
+         *           "clicks": 5
+         *         },
+         *         {
+         *           "from_rank": 5,
+         *           "to_rank": 5,
+         *           "clicks": 3
+         *         },
+         *         {
+         *           "from_rank": 6,
+         *           "to_rank": 6,
+         *           "clicks": 2
+         *         },
+         *         {
+         *           "from_rank": 7,
+         *           "to_rank": 7,
+         *           "clicks": 1
+         *         },
+         *         {
+         *           "from_rank": 8,
+         *           "to_rank": 8,
+         *           "clicks": 1
+         *         },
+         *         {
+         *           "from_rank": 9,
+         *           "to_rank": 9,
+         *           "clicks": 0
+         *         },
+         *         {
+         *           "from_rank": 10,
+         *           "to_rank": 10,
+         *           "clicks": 0
+         *         },
+         *         {
+         *           "from_rank": 11,
+         *           "to_rank": 20,
+         *           "clicks": 1
+         *         },
+         *         {
+         *           "from_rank": 21,
+         *           "to_rank": null,
+         *           "clicks": 0
+         *         }
+         *       ]
+         *     }
+         */
+        DocsSearchClickPositionsResponse: {
+            /** Format: date */
+            from: string;
+            /** Format: date */
+            to: string;
+            positions: {
+                from_rank: number;
+                to_rank: number | null;
+                clicks: number;
+            }[];
+        };
+        /**
+         * @example {
+         *       "from": "2026-11-26",
+         *       "to": "2026-11-27",
+         *       "granularity": "day",
+         *       "points": [
+         *         {
+         *           "start": "2026-11-26T00:00:00.000Z",
+         *           "total_queries": 40,
+         *           "zero_result_queries": 2,
+         *           "queries_with_click": 30,
+         *           "query_ctr": 0.75,
+         *           "zero_result_rate": 0.05
+         *         },
+         *         {
+         *           "start": "2026-11-27T00:00:00.000Z",
+         *           "total_queries": 0,
+         *           "zero_result_queries": 0,
+         *           "queries_with_click": 0,
+         *           "query_ctr": null,
+         *           "zero_result_rate": null
+         *         }
+         *       ]
+         *     }
+         */
+        DocsSearchSeriesResponse: {
+            /** Format: date */
+            from: string;
+            /** Format: date */
+            to: string;
+            /** @enum {string} */
+            granularity: "day" | "hour";
+            points: {
+                /** Format: date-time */
+                start: string;
+                total_queries: number;
+                zero_result_queries: number;
+                queries_with_click: number;
+                query_ctr: number | null;
+                zero_result_rate: number | null;
+            }[];
+        };
+        /**
+         * @example {
          *       "status": "alive",
          *       "app_env": "dev"
          *     }
@@ -1461,6 +1797,12 @@ export interface components {
         };
     };
     parameters: {
+        /** @description First UTC day of the range, included (default 6 days before `to`). */
+        AnalyticsFrom: string;
+        /** @description Last UTC day of the range, included (default today, UTC). */
+        AnalyticsTo: string;
+        /** @description How many queries to list. */
+        AnalyticsLimit: number;
         /**
          * @description 1..128 printable ASCII characters, unique per intended write. Missing: 400
          *     `COMMON_400`/`IDEMPOTENCY_KEY_REQUIRED`; malformed: 400 `COMMON_400`/`IDEMPOTENCY_KEY_INVALID`.
@@ -2520,6 +2862,244 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DocsSearchTelemetryMetricsResponse"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getDocsSearchTopSearches: {
+        parameters: {
+            query?: {
+                /** @description First UTC day of the range, included (default 6 days before `to`). */
+                from?: components["parameters"]["AnalyticsFrom"];
+                /** @description Last UTC day of the range, included (default today, UTC). */
+                to?: components["parameters"]["AnalyticsTo"];
+                /** @description How many queries to list. */
+                limit?: components["parameters"]["AnalyticsLimit"];
+            };
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The analytics of the range. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocsSearchTopSearchesResponse"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getDocsSearchNoResultSearches: {
+        parameters: {
+            query?: {
+                /** @description First UTC day of the range, included (default 6 days before `to`). */
+                from?: components["parameters"]["AnalyticsFrom"];
+                /** @description Last UTC day of the range, included (default today, UTC). */
+                to?: components["parameters"]["AnalyticsTo"];
+                /** @description How many queries to list. */
+                limit?: components["parameters"]["AnalyticsLimit"];
+            };
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The analytics of the range. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocsSearchQueryCountsResponse"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getDocsSearchNoClickSearches: {
+        parameters: {
+            query?: {
+                /** @description First UTC day of the range, included (default 6 days before `to`). */
+                from?: components["parameters"]["AnalyticsFrom"];
+                /** @description Last UTC day of the range, included (default today, UTC). */
+                to?: components["parameters"]["AnalyticsTo"];
+                /** @description How many queries to list. */
+                limit?: components["parameters"]["AnalyticsLimit"];
+            };
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The analytics of the range. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocsSearchQueryCountsResponse"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getDocsSearchClickPositions: {
+        parameters: {
+            query?: {
+                /** @description First UTC day of the range, included (default 6 days before `to`). */
+                from?: components["parameters"]["AnalyticsFrom"];
+                /** @description Last UTC day of the range, included (default today, UTC). */
+                to?: components["parameters"]["AnalyticsTo"];
+            };
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The analytics of the range. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocsSearchClickPositionsResponse"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getDocsSearchSeries: {
+        parameters: {
+            query?: {
+                /** @description First UTC day of the range, included (default 6 days before `to`). */
+                from?: components["parameters"]["AnalyticsFrom"];
+                /** @description Last UTC day of the range, included (default today, UTC). */
+                to?: components["parameters"]["AnalyticsTo"];
+                /** @description A point per day or per hour. */
+                granularity?: "day" | "hour";
+            };
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The analytics of the range. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocsSearchSeriesResponse"];
                 };
             };
             400: components["responses"]["MalformedRequest"];

@@ -620,6 +620,141 @@ export const operations = {
       "503": "ServiceUnavailable"
     }
   },
+  "getDocsSearchTopSearches": {
+    "method": "GET",
+    "path": "/api/v1/telemetry/docs-search/analytics/searches",
+    "url": "/api/v1/telemetry/docs-search/analytics/searches",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "scopes": [
+      "telemetry:read"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "getDocsSearchNoResultSearches": {
+    "method": "GET",
+    "path": "/api/v1/telemetry/docs-search/analytics/searches/no-results",
+    "url": "/api/v1/telemetry/docs-search/analytics/searches/no-results",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "scopes": [
+      "telemetry:read"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "getDocsSearchNoClickSearches": {
+    "method": "GET",
+    "path": "/api/v1/telemetry/docs-search/analytics/searches/no-clicks",
+    "url": "/api/v1/telemetry/docs-search/analytics/searches/no-clicks",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "scopes": [
+      "telemetry:read"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "getDocsSearchClickPositions": {
+    "method": "GET",
+    "path": "/api/v1/telemetry/docs-search/analytics/clicks/positions",
+    "url": "/api/v1/telemetry/docs-search/analytics/clicks/positions",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "scopes": [
+      "telemetry:read"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "getDocsSearchSeries": {
+    "method": "GET",
+    "path": "/api/v1/telemetry/docs-search/analytics/series",
+    "url": "/api/v1/telemetry/docs-search/analytics/series",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "scopes": [
+      "telemetry:read"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
   "eraseDocsSearchSession": {
     "method": "DELETE",
     "path": "/api/v1/telemetry/docs-search/sessions/{session_id}",

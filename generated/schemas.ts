@@ -1469,6 +1469,364 @@ export const schemas = {
       }
     ]
   },
+  "DocsSearchTopSearchesResponse": {
+    "$id": "https://study-service/schemas/DocsSearchTopSearchesResponse",
+    "type": "object",
+    "required": [
+      "from",
+      "to",
+      "items"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "from": {
+        "type": "string",
+        "format": "date"
+      },
+      "to": {
+        "type": "string",
+        "format": "date"
+      },
+      "items": {
+        "type": "array",
+        "maxItems": 1000,
+        "items": {
+          "type": "object",
+          "required": [
+            "query",
+            "count",
+            "no_result_count",
+            "with_click_count",
+            "click_through_rate",
+            "average_click_position"
+          ],
+          "additionalProperties": false,
+          "properties": {
+            "query": {
+              "type": "string",
+              "description": "The normalised query."
+            },
+            "count": {
+              "type": "integer",
+              "minimum": 1
+            },
+            "no_result_count": {
+              "type": "integer",
+              "minimum": 0
+            },
+            "with_click_count": {
+              "type": "integer",
+              "minimum": 0
+            },
+            "click_through_rate": {
+              "type": "number",
+              "minimum": 0,
+              "maximum": 1
+            },
+            "average_click_position": {
+              "type": [
+                "number",
+                "null"
+              ],
+              "minimum": 1
+            }
+          }
+        }
+      }
+    },
+    "examples": [
+      {
+        "from": "2026-11-21",
+        "to": "2026-11-27",
+        "items": [
+          {
+            "query": "install",
+            "count": 120,
+            "no_result_count": 3,
+            "with_click_count": 90,
+            "click_through_rate": 0.75,
+            "average_click_position": 1.8
+          }
+        ]
+      }
+    ]
+  },
+  "DocsSearchQueryCountsResponse": {
+    "$id": "https://study-service/schemas/DocsSearchQueryCountsResponse",
+    "type": "object",
+    "required": [
+      "from",
+      "to",
+      "items"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "from": {
+        "type": "string",
+        "format": "date"
+      },
+      "to": {
+        "type": "string",
+        "format": "date"
+      },
+      "items": {
+        "type": "array",
+        "maxItems": 1000,
+        "items": {
+          "type": "object",
+          "required": [
+            "query",
+            "count"
+          ],
+          "additionalProperties": false,
+          "properties": {
+            "query": {
+              "type": "string",
+              "description": "The normalised query."
+            },
+            "count": {
+              "type": "integer",
+              "minimum": 1
+            }
+          }
+        }
+      }
+    },
+    "examples": [
+      {
+        "from": "2026-11-21",
+        "to": "2026-11-27",
+        "items": [
+          {
+            "query": "sso setup",
+            "count": 14
+          }
+        ]
+      }
+    ]
+  },
+  "DocsSearchClickPositionsResponse": {
+    "$id": "https://study-service/schemas/DocsSearchClickPositionsResponse",
+    "type": "object",
+    "required": [
+      "from",
+      "to",
+      "positions"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "from": {
+        "type": "string",
+        "format": "date"
+      },
+      "to": {
+        "type": "string",
+        "format": "date"
+      },
+      "positions": {
+        "type": "array",
+        "minItems": 12,
+        "maxItems": 12,
+        "items": {
+          "type": "object",
+          "required": [
+            "from_rank",
+            "to_rank",
+            "clicks"
+          ],
+          "additionalProperties": false,
+          "properties": {
+            "from_rank": {
+              "type": "integer",
+              "minimum": 1
+            },
+            "to_rank": {
+              "type": [
+                "integer",
+                "null"
+              ],
+              "minimum": 1
+            },
+            "clicks": {
+              "type": "integer",
+              "minimum": 0
+            }
+          }
+        }
+      }
+    },
+    "examples": [
+      {
+        "from": "2026-11-21",
+        "to": "2026-11-27",
+        "positions": [
+          {
+            "from_rank": 1,
+            "to_rank": 1,
+            "clicks": 50
+          },
+          {
+            "from_rank": 2,
+            "to_rank": 2,
+            "clicks": 20
+          },
+          {
+            "from_rank": 3,
+            "to_rank": 3,
+            "clicks": 9
+          },
+          {
+            "from_rank": 4,
+            "to_rank": 4,
+            "clicks": 5
+          },
+          {
+            "from_rank": 5,
+            "to_rank": 5,
+            "clicks": 3
+          },
+          {
+            "from_rank": 6,
+            "to_rank": 6,
+            "clicks": 2
+          },
+          {
+            "from_rank": 7,
+            "to_rank": 7,
+            "clicks": 1
+          },
+          {
+            "from_rank": 8,
+            "to_rank": 8,
+            "clicks": 1
+          },
+          {
+            "from_rank": 9,
+            "to_rank": 9,
+            "clicks": 0
+          },
+          {
+            "from_rank": 10,
+            "to_rank": 10,
+            "clicks": 0
+          },
+          {
+            "from_rank": 11,
+            "to_rank": 20,
+            "clicks": 1
+          },
+          {
+            "from_rank": 21,
+            "to_rank": null,
+            "clicks": 0
+          }
+        ]
+      }
+    ]
+  },
+  "DocsSearchSeriesResponse": {
+    "$id": "https://study-service/schemas/DocsSearchSeriesResponse",
+    "type": "object",
+    "required": [
+      "from",
+      "to",
+      "granularity",
+      "points"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "from": {
+        "type": "string",
+        "format": "date"
+      },
+      "to": {
+        "type": "string",
+        "format": "date"
+      },
+      "granularity": {
+        "type": "string",
+        "enum": [
+          "day",
+          "hour"
+        ]
+      },
+      "points": {
+        "type": "array",
+        "maxItems": 2160,
+        "items": {
+          "type": "object",
+          "required": [
+            "start",
+            "total_queries",
+            "zero_result_queries",
+            "queries_with_click",
+            "query_ctr",
+            "zero_result_rate"
+          ],
+          "additionalProperties": false,
+          "properties": {
+            "start": {
+              "type": "string",
+              "format": "date-time"
+            },
+            "total_queries": {
+              "type": "integer",
+              "minimum": 0
+            },
+            "zero_result_queries": {
+              "type": "integer",
+              "minimum": 0
+            },
+            "queries_with_click": {
+              "type": "integer",
+              "minimum": 0
+            },
+            "query_ctr": {
+              "type": [
+                "number",
+                "null"
+              ],
+              "minimum": 0,
+              "maximum": 1
+            },
+            "zero_result_rate": {
+              "type": [
+                "number",
+                "null"
+              ],
+              "minimum": 0,
+              "maximum": 1
+            }
+          }
+        }
+      }
+    },
+    "examples": [
+      {
+        "from": "2026-11-26",
+        "to": "2026-11-27",
+        "granularity": "day",
+        "points": [
+          {
+            "start": "2026-11-26T00:00:00.000Z",
+            "total_queries": 40,
+            "zero_result_queries": 2,
+            "queries_with_click": 30,
+            "query_ctr": 0.75,
+            "zero_result_rate": 0.05
+          },
+          {
+            "start": "2026-11-27T00:00:00.000Z",
+            "total_queries": 0,
+            "zero_result_queries": 0,
+            "queries_with_click": 0,
+            "query_ctr": null,
+            "zero_result_rate": null
+          }
+        ]
+      }
+    ]
+  },
   "LiveResponse": {
     "$id": "https://study-service/schemas/LiveResponse",
     "type": "object",

@@ -4,6 +4,7 @@ import { createErrorLogHandlers } from './error-logs.js'
 import { createLearnerDataHandlers } from './learner-data.js'
 import { createProbeHandlers } from './probes.js'
 import { createTelemetryHandlers } from './telemetry.js'
+import { createTelemetryAnalyticsHandlers } from './telemetry-analytics.js'
 import type { HandlerDeps } from './types.js'
 import { createUserHandlers } from './users.js'
 
@@ -14,6 +15,7 @@ export function createServiceHandlers(deps: HandlerDeps) {
     ...createErrorLogHandlers(deps),
     ...createLearnerDataHandlers(deps),
     ...createTelemetryHandlers(deps),
+    ...createTelemetryAnalyticsHandlers(deps),
     ...createProbeHandlers(deps),
   }
 }

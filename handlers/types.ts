@@ -39,7 +39,7 @@ export interface HandlerDatabase {
 }
 
 export interface HandlerDeps {
-  config: Pick<Config, 'appEnv'>
+  config: Pick<Config, 'appEnv' | 'telemetryMinSessions'>
   db: HandlerDatabase
   /**
    * Idempotent writes: the one entry point (scope, key id and Idempotency-Key come from the

@@ -39,6 +39,8 @@ export interface Config {
   idempotencyTtlHours: number
   /** Days docs-search events are kept (TELEMETRY_RETENTION_DAYS); at least the longest KPI window. */
   telemetryRetentionDays: number
+  /** Distinct sessions a query needs before analytics list its text (TELEMETRY_MIN_SESSIONS). */
+  telemetryMinSessions: number
   logLevel: string
   corsOrigins: string[]
   dataDir: string
@@ -195,6 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     minUploadGraceMs: integer(env, 'REQUEST_BODY_GRACE_MS', 5000, 0, 600_000),
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 8760),
     telemetryRetentionDays,
+    telemetryMinSessions: integer(env, 'TELEMETRY_MIN_SESSIONS', 2, 1, 1_000_000),
     logLevel,
     corsOrigins: list(env.CORS_ORIGINS),
     dataDir: env.PGLITE_DATA_DIR || '.data/pglite',

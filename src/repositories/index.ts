@@ -6,6 +6,7 @@ import { createConspectusRepository } from './conspectuses.js'
 import { createErrorLogRepository } from './error-logs.js'
 import { createLearnerRepository } from './learners.js'
 import { createTelemetryRepository } from './telemetry.js'
+import { createTelemetryAnalyticsRepository } from './telemetry-analytics.js'
 import { createUserRepository } from './users.js'
 
 export type ObserveDbOperation = (operation: string, seconds: number) => void
@@ -39,6 +40,7 @@ const factories = {
   errorLogs: createErrorLogRepository,
   learners: createLearnerRepository,
   telemetry: createTelemetryRepository,
+  telemetryAnalytics: createTelemetryAnalyticsRepository,
 }
 
 export type Repositories = { [Name in keyof typeof factories]: ReturnType<(typeof factories)[Name]> }
@@ -72,6 +74,9 @@ class LazyRepositories {
   }
   get telemetry() {
     return this.#get('telemetry')
+  }
+  get telemetryAnalytics() {
+    return this.#get('telemetryAnalytics')
   }
 }
 
