@@ -2,8 +2,9 @@
 // results or without clicks, click positions and a per-day or per-hour series. Definitions follow
 // Algolia's Analytics API: a search is one `search_query` event; a click belongs to the searches
 // with its `query_id`; a rate is null when there were no searches. These read the raw events of
-// the range (one pass per answer); each answer is a plain array; docs/docs-search-analytics.md says what a rollup must keep.
+// the range, in the partitioned table and in the days archived past the KPI horizon (one pass per answer); each answer is a plain array; docs/docs-search-analytics.md says what a rollup must keep.
 import type { Db } from '../db/client.js'
+import { archiveDayMs, archiveNames, DAY_MS } from './telemetry-lifecycle.js'
 
 /**
  * A query text as compared and shown: trimmed, lower case, inner whitespace collapsed to one
@@ -51,16 +52,16 @@ export interface SeriesPoint {
 // $1, $2: the range [from, to) in ms. `searches`: every search of the range with its normalised
 // query, whether a click of the range carries its query id, and its session (a search without one
 // is a session of its own, named by its row).
-const SEARCHES_CTE = `
+const SEARCHES_CTE = (EVENTS: string) => `
   clicked as (
-    select distinct query_id from docs_search_events
+    select distinct query_id from ${EVENTS} as events
     where event = 'search_result_click' and query_id <> '' and emitted_at_ms >= $1::bigint and emitted_at_ms < $2::bigint
   ),
   searches as (
     select ${NORMALISED_QUERY_SQL} as query, e.query_id, e.results_count, e.emitted_at_ms,
            coalesce(nullif(e.session_id, ''), 'event:' || e.ctid::text || ':' || e.tableoid::text) as session,
            c.query_id is not null as with_click
-    from docs_search_events e
+    from ${EVENTS} e
     left join clicked c on c.query_id = e.query_id and e.query_id <> ''
     where e.event = 'search_query' and e.emitted_at_ms >= $1::bigint and e.emitted_at_ms < $2::bigint
   ),
@@ -75,12 +76,12 @@ const SEARCHES_CTE = `
   )`
 
 // $3: the fewest distinct sessions a listed query needs; $4: the list's length.
-const SEARCHES_SQL = `
-  with ${SEARCHES_CTE},
+const SEARCHES_SQL = (EVENTS: string) => `
+  with ${SEARCHES_CTE(EVENTS)},
   positions as (
     select q.query, avg(e.result_rank)::float8 as average_click_position
     from (select distinct query, query_id from searches where query_id <> '') q
-    join docs_search_events e on e.query_id = q.query_id
+    join ${EVENTS} e on e.query_id = q.query_id
     where e.event = 'search_result_click' and e.result_rank > 0 and e.emitted_at_ms >= $1::bigint and e.emitted_at_ms < $2::bigint
     group by q.query
   )
@@ -92,8 +93,8 @@ const SEARCHES_SQL = `
   order by p.count desc, p.query
   limit $4::int`
 
-const COUNTED_SQL = (column: string) => `
-  with ${SEARCHES_CTE}
+const COUNTED_SQL = (EVENTS: string, column: string) => `
+  with ${SEARCHES_CTE(EVENTS)}
   select query, ${column}::int as count
   from per_query
   where sessions >= $3::int and ${column} > 0
@@ -101,14 +102,14 @@ const COUNTED_SQL = (column: string) => `
   limit $4::int`
 
 // Ranks 1-10 one bucket each, 11-20 one, 21 and above one (to_rank null).
-const POSITIONS_SQL = `
+const POSITIONS_SQL = (EVENTS: string) => `
   with buckets (from_rank, to_rank) as (
     select r, r from generate_series(1, 10) r
     union all select 11, 20
     union all select 21, null
   ),
   clicks as (
-    select result_rank from docs_search_events
+    select result_rank from ${EVENTS} as events
     where event = 'search_result_click' and result_rank > 0 and emitted_at_ms >= $1::bigint and emitted_at_ms < $2::bigint
   )
   select b.from_rank, b.to_rank,
@@ -117,8 +118,8 @@ const POSITIONS_SQL = `
   order by b.from_rank`
 
 // $3: the period in ms (a day or an hour); every period of the range has a point.
-const SERIES_SQL = `
-  with ${SEARCHES_CTE},
+const SERIES_SQL = (EVENTS: string) => `
+  with ${SEARCHES_CTE(EVENTS)},
   periods as (select generate_series($1::bigint, $2::bigint - 1, $3::bigint) as start_ms),
   counted as (
     select (emitted_at_ms - $1::bigint) / $3::bigint * $3::bigint + $1::bigint as start_ms,
@@ -132,14 +133,37 @@ const SERIES_SQL = `
 
 const rate = (part: number, whole: number) => (whole === 0 ? null : part / whole)
 
+const EVENT_COLUMNS =
+  'event, emitted_at_ms, session_id, query_id, query_text, results_count, result_rank, ctid, tableoid'
+// Names from the catalogue that matched the archive pattern; quoted all the same.
+const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`
+
+/**
+ * The events a range reads: the partitioned table, and with it (union all, so each part keeps
+ * its own plan) the archived days the range covers.
+ */
+async function eventsSource(db: Db, range: AnalyticsRange): Promise<string> {
+  const archived = (await archiveNames(db)).filter((name) => {
+    const dayMs = archiveDayMs(name)
+    return dayMs !== null && dayMs + DAY_MS > range.fromMs && dayMs < range.toMs
+  })
+  if (archived.length === 0) return 'docs_search_events'
+  const parts = ['docs_search_events', ...archived.map(quoted)].map((table) => `select ${EVENT_COLUMNS} from ${table}`)
+  return `(${parts.join(' union all ')})`
+}
+
 export function createTelemetryAnalyticsRepository(db: Db) {
   return {
     /** The most frequent queries asked by at least minSessions sessions, most frequent first. */
     async searches(range: AnalyticsRange, minSessions: number, limit: number): Promise<SearchRow[]> {
       return [
-        ...(await db.unsafe<SearchRow[]>(SEARCHES_SQL, [range.fromMs, range.toMs, minSessions, limit], {
-          prepare: true,
-        })),
+        ...(await db.unsafe<SearchRow[]>(
+          SEARCHES_SQL(await eventsSource(db, range)),
+          [range.fromMs, range.toMs, minSessions, limit],
+          {
+            prepare: true,
+          },
+        )),
       ]
     },
 
@@ -147,7 +171,7 @@ export function createTelemetryAnalyticsRepository(db: Db) {
     async noResults(range: AnalyticsRange, minSessions: number, limit: number): Promise<QueryCount[]> {
       return [
         ...(await db.unsafe<QueryCount[]>(
-          COUNTED_SQL('no_result_count'),
+          COUNTED_SQL(await eventsSource(db, range), 'no_result_count'),
           [range.fromMs, range.toMs, minSessions, limit],
           {
             prepare: true,
@@ -160,7 +184,7 @@ export function createTelemetryAnalyticsRepository(db: Db) {
     async noClicks(range: AnalyticsRange, minSessions: number, limit: number): Promise<QueryCount[]> {
       return [
         ...(await db.unsafe<QueryCount[]>(
-          COUNTED_SQL('no_click_count'),
+          COUNTED_SQL(await eventsSource(db, range), 'no_click_count'),
           [range.fromMs, range.toMs, minSessions, limit],
           {
             prepare: true,
@@ -171,14 +195,20 @@ export function createTelemetryAnalyticsRepository(db: Db) {
 
     /** Clicks of the range by the rank clicked: 1 to 10, 11 to 20, 21 and above. */
     async clickPositions(range: AnalyticsRange): Promise<PositionBucket[]> {
-      return [...(await db.unsafe<PositionBucket[]>(POSITIONS_SQL, [range.fromMs, range.toMs], { prepare: true }))]
+      return [
+        ...(await db.unsafe<PositionBucket[]>(
+          POSITIONS_SQL(await eventsSource(db, range)),
+          [range.fromMs, range.toMs],
+          { prepare: true },
+        )),
+      ]
     },
 
     /** One point per period (periodMs: a day or an hour) of the range, from its start. */
     async series(range: AnalyticsRange, periodMs: number): Promise<SeriesPoint[]> {
       const rows = await db.unsafe<
         { start_ms: string; total_queries: number; zero_result_queries: number; queries_with_click: number }[]
-      >(SERIES_SQL, [range.fromMs, range.toMs, periodMs], { prepare: true })
+      >(SERIES_SQL(await eventsSource(db, range)), [range.fromMs, range.toMs, periodMs], { prepare: true })
       return rows.map((r) => ({
         start: new Date(Number(r.start_ms)).toISOString(),
         total_queries: r.total_queries,

@@ -1,11 +1,16 @@
 // The docs-search analytics over random events: every answer equals the definitions computed
 // here by brute force over the same raw events (normalised query, privacy threshold, click
-// attribution by query id, ranks in buckets), and a series summed over its points equals the
+// attribution by query id, ranks in buckets), also over days archived past the KPI horizon, and a series summed over its points equals the
 // range's totals.
 import assert from 'node:assert/strict'
 import t from 'tap'
 import fc from 'fast-check'
 import { createTelemetryRepository } from '../../src/repositories/telemetry.js'
+import {
+  archiveNames,
+  createTelemetryLifecycleRepository,
+  partitionName,
+} from '../../src/repositories/telemetry-lifecycle.js'
 import {
   createTelemetryAnalyticsRepository,
   NORMALISED_QUERY_SQL,
@@ -21,6 +26,23 @@ const START = Date.parse('2026-11-20T00:00:00Z')
 const { sql } = await createTestDatabase(t)
 const telemetry = createTelemetryRepository(sql)
 const analytics = createTelemetryAnalyticsRepository(sql)
+const lifecycle = createTelemetryLifecycleRepository(sql)
+
+/** No event, no daily partition, no archived day. */
+async function empty() {
+  for (const name of await archiveNames(sql)) await sql.unsafe(`drop table "${name}"`)
+  for (const p of await lifecycle.partitions())
+    if (p.name !== 'docs_search_events_default') await sql.unsafe(`drop table "${p.name}"`)
+  await sql`truncate docs_search_events, docs_search_queries`
+}
+
+/** Moves one day's events into its own partition and archives it, as retention does past the KPI horizon. */
+async function archiveDay(dayMs: number) {
+  const name = partitionName(dayMs)
+  await lifecycle.createPartition(name, dayMs, dayMs + DAY)
+  await lifecycle.archivePartition(name, dayMs)
+  await lifecycle.dropArchiveKpiIndexes(`docs_search_archive_${name.slice(-8)}`)
+}
 
 interface Event {
   event: string
@@ -134,9 +156,11 @@ t.test('every analytics answer equals the brute-force definitions over the raw e
       fc.integer({ min: 1, max: 3 }),
       fc.integer({ min: 1, max: 2 }),
       fc.integer({ min: 1, max: 8 }),
-      async (events, firstDay, days, minSessions, limit) => {
-        await sql`truncate docs_search_events, docs_search_queries`
+      fc.option(fc.integer({ min: 0, max: 2 })),
+      async (events, firstDay, days, minSessions, limit, archived) => {
+        await empty()
         if (events.length > 0) await telemetry.append(events)
+        if (archived !== null) await archiveDay(START + archived * DAY)
         const range = { fromMs: START + firstDay * DAY, toMs: START + (firstDay + days) * DAY }
         const want = reference(events, range, minSessions, limit)
         assert.deepEqual(round(await analytics.searches(range, minSessions, limit)), round(want.searches), 'searches')
@@ -170,7 +194,7 @@ t.test('every analytics answer equals the brute-force definitions over the raw e
 })
 
 t.test('a query asked by one session is counted but never listed', async (t) => {
-  await sql`truncate docs_search_events, docs_search_queries`
+  await empty()
   const at = START + HOUR
   await telemetry.append([
     { event: 'search_query', emitted_at_ms: at, session_id: 'v1', query_text: 'jane@example.com', results_count: 0 },
