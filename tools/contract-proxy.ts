@@ -199,6 +199,29 @@ try {
     undefined,
     200,
   )
+  await check('getDocsSearchTopSearches', 'GET', '/api/v1/telemetry/docs-search/analytics/searches', undefined, 200)
+  await check(
+    'getDocsSearchNoResultSearches',
+    'GET',
+    '/api/v1/telemetry/docs-search/analytics/searches/no-results',
+    undefined,
+    200,
+  )
+  await check(
+    'getDocsSearchNoClickSearches',
+    'GET',
+    '/api/v1/telemetry/docs-search/analytics/searches/no-clicks',
+    undefined,
+    200,
+  )
+  await check(
+    'getDocsSearchClickPositions',
+    'GET',
+    '/api/v1/telemetry/docs-search/analytics/clicks/positions',
+    undefined,
+    200,
+  )
+  await check('getDocsSearchSeries', 'GET', '/api/v1/telemetry/docs-search/analytics/series', undefined, 200)
   await check('eraseDocsSearchSession', 'DELETE', '/api/v1/telemetry/docs-search/sessions/walk-session', undefined, 200)
   console.log(`\n${checks} checks through Prism, ${failures} violations`)
 } finally {

@@ -107,6 +107,11 @@ export async function walk(baseUrl: string, apiKey: string, id: string, strict: 
     'getDocsSearchTelemetryMetrics',
     await sdk.getDocsSearchTelemetryMetrics({ client, query: { window_minutes: 60 } }),
   )
+  done('getDocsSearchTopSearches', await sdk.getDocsSearchTopSearches({ client, query: { limit: 5 } }))
+  done('getDocsSearchNoResultSearches', await sdk.getDocsSearchNoResultSearches({ client, query: { limit: 5 } }))
+  done('getDocsSearchNoClickSearches', await sdk.getDocsSearchNoClickSearches({ client, query: { limit: 5 } }))
+  done('getDocsSearchClickPositions', await sdk.getDocsSearchClickPositions({ client, query: {} }))
+  done('getDocsSearchSeries', await sdk.getDocsSearchSeries({ client, query: { granularity: 'day' } }))
   done('eraseDocsSearchSession', await sdk.eraseDocsSearchSession({ client, path: { session_id: 'walk-session' } }))
 
   // A learner's data: one note, the list, the export, then the note's deletion and the erasure.

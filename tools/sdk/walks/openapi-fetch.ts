@@ -97,6 +97,36 @@ export async function walk(baseUrl: string, apiKey: string, id: string, strict: 
     (await client.GET('/api/v1/telemetry/docs-search/metrics', { params: { query: { window_minutes: 60 } } })).response,
   )
   r.record(
+    'getDocsSearchTopSearches',
+    (await client.GET('/api/v1/telemetry/docs-search/analytics/searches', { params: { query: { limit: 5 } } }))
+      .response,
+  )
+  r.record(
+    'getDocsSearchNoResultSearches',
+    (
+      await client.GET('/api/v1/telemetry/docs-search/analytics/searches/no-results', {
+        params: { query: { limit: 5 } },
+      })
+    ).response,
+  )
+  r.record(
+    'getDocsSearchNoClickSearches',
+    (
+      await client.GET('/api/v1/telemetry/docs-search/analytics/searches/no-clicks', {
+        params: { query: { limit: 5 } },
+      })
+    ).response,
+  )
+  r.record(
+    'getDocsSearchClickPositions',
+    (await client.GET('/api/v1/telemetry/docs-search/analytics/clicks/positions', { params: { query: {} } })).response,
+  )
+  r.record(
+    'getDocsSearchSeries',
+    (await client.GET('/api/v1/telemetry/docs-search/analytics/series', { params: { query: { granularity: 'day' } } }))
+      .response,
+  )
+  r.record(
     'eraseDocsSearchSession',
     (
       await client.DELETE('/api/v1/telemetry/docs-search/sessions/{session_id}', {

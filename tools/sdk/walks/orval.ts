@@ -103,6 +103,11 @@ export async function walk(_baseUrl: string, apiKey: string, id: string, strict:
     'getDocsSearchTelemetryMetrics',
     await api.getDocsSearchTelemetryMetrics({ window_minutes: 60 }, undefined, auth),
   )
+  done('getDocsSearchTopSearches', await api.getDocsSearchTopSearches({ limit: 5 }, undefined, auth))
+  done('getDocsSearchNoResultSearches', await api.getDocsSearchNoResultSearches({ limit: 5 }, undefined, auth))
+  done('getDocsSearchNoClickSearches', await api.getDocsSearchNoClickSearches({ limit: 5 }, undefined, auth))
+  done('getDocsSearchClickPositions', await api.getDocsSearchClickPositions({}, undefined, auth))
+  done('getDocsSearchSeries', await api.getDocsSearchSeries({ granularity: 'day' }, undefined, auth))
   done('eraseDocsSearchSession', await api.eraseDocsSearchSession('walk-session', undefined, auth))
 
   // A learner's data: one note, the list, the export, then the note's deletion and the erasure.
