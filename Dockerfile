@@ -25,6 +25,7 @@ COPY --from=build /app/dist ./dist
 COPY package.json ./
 COPY spec ./spec
 COPY db ./db
+COPY web ./web
 # The embedded database (no DATABASE_URL) writes under /app/.data; the image runs as `node`.
 RUN mkdir -p /app/.data && chown node:node /app/.data
 USER node

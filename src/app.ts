@@ -20,6 +20,7 @@ import telemetryLifecyclePlugin from './plugins/app/telemetry-lifecycle.js'
 import authPlugin from './plugins/app/auth.js'
 import rateLimitPlugin from './plugins/external/rate-limit.js'
 import requestLogPlugin from './plugins/app/request-log.js'
+import analyticsPagePlugin from './plugins/external/analytics-page.js'
 import docsPlugin from './plugins/external/docs.js'
 import jsonBodyPlugin from './plugins/app/json-body.js'
 import jsonOnlyBodiesPlugin from './plugins/app/json-only-bodies.js'
@@ -106,6 +107,7 @@ export async function buildApp({ config, sql, logger, now, tracing }: AppOptions
   await app.register(bodyBudgetPlugin)
   await app.register(requestPipelinePlugin)
   await app.register(docsPlugin)
+  await app.register(analyticsPagePlugin)
   app.decorate('draining', false)
   const serviceHandlers = createServiceHandlers({
     config,

@@ -13,6 +13,7 @@ curl             curl             the README walk
 ps               procps           the pretty-log test
 git              git              releases built from their commit (rolling upgrade)
 pgbackrest       pgbackrest       the restore drill (backups and point-in-time restore)
+chromium         chromium         the analytics page test (headless, driven by puppeteer-core)
 '
 
 as_root() {
