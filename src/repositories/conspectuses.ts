@@ -59,7 +59,7 @@ export function createConspectusRepository(db: Db) {
         from conspectuses c join users u on u.client_uuid = c.user_id
         where c.user_id = ${userId}
           ${options.slot ? db`and c.slot = ${options.slot}` : db``}
-          ${options.after ? db`and (c.created_at, c.conspectus_uuid) > (${options.after.created_at}::timestamptz, ${options.after.id}::uuid)` : db``}
+          ${options.after ? db`and (c.created_at, c.conspectus_uuid) > (${options.after.created_at}::text::timestamptz, ${options.after.id}::uuid)` : db``}
         order by c.created_at, c.conspectus_uuid
         limit ${options.limit + 1}`
       const hasMore = rows.length > options.limit

@@ -58,7 +58,7 @@ export function createErrorLogRepository(db: Db) {
         from error_logs e join users u on u.client_uuid = e.user_id
         where e.user_id = ${userId}
           ${options.conspectusUuid ? db`and e.conspectus_uuid = ${options.conspectusUuid}` : db``}
-          ${options.after ? db`and (e.created_at, e.error_log_uuid) < (${options.after.created_at}::timestamptz, ${options.after.id}::uuid)` : db``}
+          ${options.after ? db`and (e.created_at, e.error_log_uuid) < (${options.after.created_at}::text::timestamptz, ${options.after.id}::uuid)` : db``}
         order by e.created_at desc, e.error_log_uuid desc
         limit ${options.limit + 1}`
       const hasMore = rows.length > options.limit
