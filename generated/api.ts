@@ -583,6 +583,138 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the database keys, oldest first
+         * @description Every key made through these operations (revoked and expired ones too), ordered by
+         *     `created_at`, then `id`, in pages: pass `next_cursor` as `cursor` for the next page; a
+         *     cursor this service could not have issued is 422 `COMMON_422`. No secret and no digest
+         *     is ever listed. Keys of `API_KEYS` and `API_KEYS_FILE` are configuration, not data, and
+         *     are not listed.
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Issue a partner key
+         * @description Creates a key in the database and answers its `secret` (`ssk_` and 43 base64url
+         *     characters). The secret is shown this once: the service keeps only its SHA-256, and the
+         *     answer stored for the Idempotency-Key holds the key without it, so a replay (same key,
+         *     same body) answers the key **without** `secret`. A client that lost the first answer
+         *     rolls the key to get a new secret.
+         *
+         *     The key takes effect on every replica within a second of this answer. Omitted fields
+         *     take the creator's: `scopes` defaults to the creator's scopes without the explicit-only
+         *     ones (`telemetry:erase`, `users:erase`, `keys:admin`), `systems` to the creator's
+         *     systems. A key may grant only what its creator holds: a scope or a system the creator
+         *     lacks answers 403 `KEYS_403`; `keys:admin` is granted only when named.
+         *
+         *     Business errors: 403 `KEYS_403` (grants more than the creator holds); 409 `KEYS_409`
+         *     (the id is taken: by a database key, revoked ones included, by an `API_KEYS_FILE` entry,
+         *     or of the `key-<12 hex>` form of `API_KEYS` keys); 400 `KEYS_400`
+         *     (`max_body_bytes_in_flight` outside this service's range); 400 `COMMON_400` / 409
+         *     `COMMON_409` for Idempotency-Key problems.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The key's id. */
+                key_id: components["parameters"]["KeyIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read one database key
+         * @description The key's fields, `last_used_at` (to the hour) and `status`; never its secret or digest.
+         *
+         *     Business errors: 404 `KEYS_404` when no database key has this id.
+         */
+        get: operations["getApiKey"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a database key now
+         * @description Every secret of the key stops working at once, on every replica within a second
+         *     (connections already open included). The key stays listed with `revoked_at`; its id is
+         *     never issued again.
+         *
+         *     No `Idempotency-Key`: revoking is idempotent by itself. A repeated DELETE answers 200
+         *     with the same `revoked_at` and leaves no second audit row.
+         *
+         *     Business errors: 404 `KEYS_404` when no database key has this id.
+         */
+        delete: operations["revokeApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/keys/{key_id}/roll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The key's id. */
+                key_id: components["parameters"]["KeyIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give a key a new secret
+         * @description Issues a new secret (answered in `secret`, this once, as on create) and lets the key's
+         *     older secrets work for `expires_in_seconds` more (0: they stop now; default 86400, at
+         *     most 604800), never longer than they already would. `previous_secret_expires_at` says
+         *     when the last of them stops. A replay answers the key without `secret`.
+         *
+         *     Business errors: 404 `KEYS_404`; 409 `KEYS_409` when the key is revoked; 400
+         *     `COMMON_400` / 409 `COMMON_409` for Idempotency-Key problems.
+         */
+        post: operations["rollApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The admin actions, newest first
+         * @description One entry per action that changed a key (create, roll, revoke): who (the acting key's
+         *     id), what, on which key, when, and the request's `X-Request-Id`. Never a secret or a
+         *     digest. In pages, newest first, with the cursor rules of the key list; `key_id` keeps
+         *     the actions on one key.
+         */
+        get: operations["listAdminAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/live": {
         parameters: {
             query?: never;
@@ -1227,6 +1359,160 @@ export interface components {
             };
         };
         /**
+         * @description 1..64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit.
+         * @example acme-web
+         */
+        ApiKeyId: string;
+        /** @enum {string} */
+        ApiKeyScope: "users:read" | "users:write" | "study:read" | "study:write" | "telemetry:ingest" | "telemetry:read" | "telemetry:erase" | "users:export" | "users:erase" | "keys:admin";
+        ApiKeyRateLimit: {
+            /** @description Requests per window. */
+            max: number;
+            /** @description The sliding window in milliseconds. */
+            window_ms: number;
+        };
+        /**
+         * @example {
+         *       "id": "acme-web",
+         *       "scopes": [
+         *         "telemetry:ingest"
+         *       ],
+         *       "rate_limit": {
+         *         "max": 600,
+         *         "window_ms": 60000
+         *       }
+         *     }
+         */
+        ApiKeyCreateRequest: {
+            id: components["schemas"]["ApiKeyId"];
+            /** @description Omitted, the creator's scopes but telemetry:erase, users:erase and keys:admin. */
+            scopes?: components["schemas"]["ApiKeyScope"][];
+            /** @description The system_uuids the key may name; omitted, the creator's (every system for an unbound creator). */
+            systems?: string[];
+            rate_limit?: components["schemas"]["ApiKeyRateLimit"];
+            /** @description Requests in progress at once; omitted, CLIENT_MAX_CONCURRENT_REQUESTS. */
+            max_concurrent_requests?: number;
+            /** @description Request-body bytes in flight; from BODY_LIMIT_BYTES to half of BODY_BYTES_IN_FLIGHT_MAX, else 400 KEYS_400; omitted, CLIENT_MAX_BODY_BYTES_IN_FLIGHT. */
+            max_body_bytes_in_flight?: number;
+            /**
+             * Format: date-time
+             * @description When every secret of the key stops working; omitted, never.
+             */
+            expires_at?: string;
+        };
+        /**
+         * @example {
+         *       "expires_in_seconds": 3600
+         *     }
+         */
+        ApiKeyRollRequest: {
+            /**
+             * @description How long the older secrets keep working: 0 stops them now.
+             * @default 86400
+             */
+            expires_in_seconds?: number;
+        };
+        /**
+         * @example {
+         *       "id": "acme-web",
+         *       "secret": "ssk_3q2-7wEXAMPLEonlyXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+         *       "prefix": "ssk_3q2-",
+         *       "status": "active",
+         *       "scopes": [
+         *         "telemetry:ingest"
+         *       ],
+         *       "systems": null,
+         *       "rate_limit": {
+         *         "max": 600,
+         *         "window_ms": 60000
+         *       },
+         *       "max_concurrent_requests": null,
+         *       "max_body_bytes_in_flight": null,
+         *       "created_at": "2026-11-28T09:00:00.000Z",
+         *       "created_by": "key-1a2b3c4d5e6f",
+         *       "expires_at": null,
+         *       "revoked_at": null,
+         *       "last_used_at": null,
+         *       "previous_secret_expires_at": null
+         *     }
+         */
+        ApiKey: {
+            id: components["schemas"]["ApiKeyId"];
+            /**
+             * @description The new secret, in the answer that issued it only (create or roll, not a replay, never a read). Send it as X-API-Key.
+             * @example ssk_3q2-7wEXAMPLEonlyXXXXXXXXXXXXXXXXXXXXXXXXXXX
+             */
+            secret?: string;
+            /** @description The first 8 characters of the current secret (`ssk_` and 4 more), to tell keys apart. */
+            prefix: string;
+            /** @enum {string} */
+            status: "active" | "expired" | "revoked";
+            scopes: components["schemas"]["ApiKeyScope"][];
+            /** @description Null for every system. */
+            systems: string[] | null;
+            /** @description Null for the service's default limit. */
+            rate_limit: components["schemas"]["ApiKeyRateLimit"] | null;
+            /** @description Null for CLIENT_MAX_CONCURRENT_REQUESTS. */
+            max_concurrent_requests: number | null;
+            /** @description Null for CLIENT_MAX_BODY_BYTES_IN_FLIGHT. */
+            max_body_bytes_in_flight: number | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description The id of the key that created it. */
+            created_by: string;
+            /** Format: date-time */
+            expires_at: string | null;
+            /** Format: date-time */
+            revoked_at: string | null;
+            /**
+             * Format: date-time
+             * @description The start of the last hour the key answered in (null: never).
+             */
+            last_used_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the last older secret of a roll stops working; null when none works any more.
+             */
+            previous_secret_expires_at: string | null;
+        };
+        ApiKeyListResponse: {
+            items: components["schemas"]["ApiKey"][];
+            /** @description Opaque; pass it as `cursor` for the next page. Null on the last page. */
+            next_cursor: string | null;
+        };
+        AdminAuditEntry: {
+            audit_id: number;
+            /** Format: date-time */
+            at: string;
+            /** @description The id of the key that acted. */
+            actor_key_id: string;
+            /** @enum {string} */
+            action: "key.create" | "key.roll" | "key.revoke";
+            target_key_id: components["schemas"]["ApiKeyId"];
+            /** @description The X-Request-Id of the request that acted. */
+            request_id: string;
+        };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "audit_id": 3,
+         *           "at": "2026-11-28T09:05:00.000Z",
+         *           "actor_key_id": "key-1a2b3c4d5e6f",
+         *           "action": "key.revoke",
+         *           "target_key_id": "acme-web",
+         *           "request_id": "7d0c9f3e-1b2a-4c5d-8e9f-0a1b2c3d4e5f"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
+        AdminAuditListResponse: {
+            items: components["schemas"]["AdminAuditEntry"][];
+            /** @description Opaque; pass it as `cursor` for the next page. Null on the last page. */
+            next_cursor: string | null;
+        };
+        /**
          * @description A client-emitted docs-search event. Omitted optional fields default to '' or 0.
          * @example {
          *       "event": "search_query",
@@ -1829,6 +2115,8 @@ export interface components {
         AsOfQuery: string;
         /** @description The conspectus (UUID). */
         ConspectusUuidPath: string;
+        /** @description The key's id. */
+        KeyIdPath: components["schemas"]["ApiKeyId"];
     };
     requestBodies: never;
     headers: {
@@ -3144,6 +3432,304 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DocsSearchSessionErased"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of keys. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyListResponse"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description 1..128 printable ASCII characters, unique per intended write. Missing: 400
+                 *     `COMMON_400`/`IDEMPOTENCY_KEY_REQUIRED`; malformed: 400 `COMMON_400`/`IDEMPOTENCY_KEY_INVALID`.
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The key, with `secret` unless this is a replay (`Idempotent-Replayed: true`). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The key's id. */
+                key_id: components["parameters"]["KeyIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The key's id. */
+                key_id: components["parameters"]["KeyIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, revoked. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rollApiKey: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description 1..128 printable ASCII characters, unique per intended write. Missing: 400
+                 *     `COMMON_400`/`IDEMPOTENCY_KEY_REQUIRED`; malformed: 400 `COMMON_400`/`IDEMPOTENCY_KEY_INVALID`.
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The key's id. */
+                key_id: components["parameters"]["KeyIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyRollRequest"];
+            };
+        };
+        responses: {
+            /** @description The key with its new `secret` (not on a replay: `Idempotent-Replayed: true`). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAdminAudit: {
+        parameters: {
+            query?: {
+                /** @description Only actions on this key. */
+                key_id?: components["schemas"]["ApiKeyId"];
+                /** @description Page size. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of audit entries. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminAuditListResponse"];
                 };
             };
             400: components["responses"]["MalformedRequest"];

@@ -1325,6 +1325,202 @@ export const errorCatalogue = [
       "*"
     ],
     "message": "events must be an array of 1 to 500 event objects."
+  },
+  {
+    "code": "KEYS_400",
+    "key": "ADMIN_KEY_BODY_BUDGET_OUT_OF_RANGE",
+    "status": 400,
+    "source": "business",
+    "message": "max_body_bytes_in_flight must be from BODY_LIMIT_BYTES to half of BODY_BYTES_IN_FLIGHT_MAX.",
+    "operations": [
+      "createApiKey"
+    ]
+  },
+  {
+    "code": "KEYS_403",
+    "key": "ADMIN_KEY_GRANT_NOT_HELD",
+    "status": 403,
+    "source": "security",
+    "message": "A key may grant only scopes and systems its creator holds.",
+    "operations": [
+      "createApiKey"
+    ]
+  },
+  {
+    "code": "KEYS_404",
+    "key": "ADMIN_KEY_NOT_FOUND",
+    "status": 404,
+    "source": "business",
+    "message": "No database key has this id.",
+    "operations": [
+      "getApiKey",
+      "revokeApiKey",
+      "rollApiKey"
+    ]
+  },
+  {
+    "code": "KEYS_409",
+    "key": "ADMIN_KEY_ID_TAKEN",
+    "status": 409,
+    "source": "business",
+    "message": "This key id is taken (by a database key, a configured key or the API_KEYS id form).",
+    "operations": [
+      "createApiKey"
+    ]
+  },
+  {
+    "code": "KEYS_409",
+    "key": "ADMIN_KEY_REVOKED",
+    "status": 409,
+    "source": "business",
+    "message": "This key is revoked; issue a new one.",
+    "operations": [
+      "rollApiKey"
+    ]
+  },
+  {
+    "code": "KEYS_001",
+    "key": "ADMIN_KEY_CREATE_ID_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "api_key_create",
+    "field": "id",
+    "on": [
+      "*"
+    ],
+    "message": "id is required: 1 to 64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit."
+  },
+  {
+    "code": "KEYS_002",
+    "key": "ADMIN_KEY_CREATE_SCOPES_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "api_key_create",
+    "field": "scopes",
+    "on": [
+      "*"
+    ],
+    "message": "scopes must be 1 to 10 distinct known scopes."
+  },
+  {
+    "code": "KEYS_003",
+    "key": "ADMIN_KEY_CREATE_SYSTEMS_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "api_key_create",
+    "field": "systems",
+    "on": [
+      "*"
+    ],
+    "message": "systems must be 1 to 100 distinct UUIDs."
+  },
+  {
+    "code": "KEYS_004",
+    "key": "ADMIN_KEY_CREATE_RATE_LIMIT_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "api_key_create",
+    "field": "rate_limit",
+    "on": [
+      "*"
+    ],
+    "message": "rate_limit must be {max: 1..10000000, window_ms: 1..86400000}."
+  },
+  {
+    "code": "KEYS_005",
+    "key": "ADMIN_KEY_CREATE_MAX_CONCURRENT_REQUESTS_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "api_key_create",
+    "field": "max_concurrent_requests",
+    "on": [
+      "*"
+    ],
+    "message": "max_concurrent_requests must be an integer from 1 to 100000."
+  },
+  {
+    "code": "KEYS_006",
+    "key": "ADMIN_KEY_CREATE_MAX_BODY_BYTES_IN_FLIGHT_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "api_key_create",
+    "field": "max_body_bytes_in_flight",
+    "on": [
+      "*"
+    ],
+    "message": "max_body_bytes_in_flight must be a positive integer."
+  },
+  {
+    "code": "KEYS_007",
+    "key": "ADMIN_KEY_CREATE_EXPIRES_AT_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "api_key_create",
+    "field": "expires_at",
+    "on": [
+      "*"
+    ],
+    "message": "expires_at must be an RFC 3339 date-time."
+  },
+  {
+    "code": "KEYS_008",
+    "key": "ADMIN_KEY_CREATE_UNKNOWN_FIELD",
+    "status": 422,
+    "source": "validation",
+    "group": "api_key_create",
+    "field": "*",
+    "on": [
+      "additionalProperties"
+    ],
+    "message": "The body contains a property that is not part of the schema."
+  },
+  {
+    "code": "KEYS_009",
+    "key": "ADMIN_KEY_CREATE_BODY_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "api_key_create",
+    "field": "*",
+    "on": [
+      "*"
+    ],
+    "message": "The body must be a JSON object."
+  },
+  {
+    "code": "KEYS_010",
+    "key": "ADMIN_KEY_ROLL_EXPIRES_IN_SECONDS_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "api_key_roll",
+    "field": "expires_in_seconds",
+    "on": [
+      "*"
+    ],
+    "message": "expires_in_seconds must be an integer from 0 to 604800."
+  },
+  {
+    "code": "KEYS_011",
+    "key": "ADMIN_KEY_ROLL_UNKNOWN_FIELD",
+    "status": 422,
+    "source": "validation",
+    "group": "api_key_roll",
+    "field": "*",
+    "on": [
+      "additionalProperties"
+    ],
+    "message": "The body contains a property that is not part of the schema."
+  },
+  {
+    "code": "KEYS_012",
+    "key": "ADMIN_KEY_ROLL_BODY_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "api_key_roll",
+    "field": "*",
+    "on": [
+      "*"
+    ],
+    "message": "The body must be a JSON object."
   }
 ] as const
 

@@ -782,6 +782,177 @@ export const operations = {
       "503": "ServiceUnavailable"
     }
   },
+  "listApiKeys": {
+    "method": "GET",
+    "path": "/api/v1/admin/keys",
+    "url": "/api/v1/admin/keys",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "scopes": [
+      "keys:admin"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "createApiKey": {
+    "method": "POST",
+    "path": "/api/v1/admin/keys",
+    "url": "/api/v1/admin/keys",
+    "bodySchema": "ApiKeyCreateRequest",
+    "validationGroup": "api_key_create",
+    "idempotent": true,
+    "public": false,
+    "scopes": [
+      "keys:admin"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
+    "served": true,
+    "responses": {
+      "201": null,
+      "400": "BadRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "408": "RequestTimeout",
+      "409": "Conflict",
+      "413": "PayloadTooLarge",
+      "415": "UnsupportedMediaType",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "getApiKey": {
+    "method": "GET",
+    "path": "/api/v1/admin/keys/{key_id}",
+    "url": "/api/v1/admin/keys/:key_id",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "scopes": [
+      "keys:admin"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "404": "NotFound",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "revokeApiKey": {
+    "method": "DELETE",
+    "path": "/api/v1/admin/keys/{key_id}",
+    "url": "/api/v1/admin/keys/:key_id",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "scopes": [
+      "keys:admin"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "404": "NotFound",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "rollApiKey": {
+    "method": "POST",
+    "path": "/api/v1/admin/keys/{key_id}/roll",
+    "url": "/api/v1/admin/keys/:key_id/roll",
+    "bodySchema": "ApiKeyRollRequest",
+    "validationGroup": "api_key_roll",
+    "idempotent": true,
+    "public": false,
+    "scopes": [
+      "keys:admin"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "BadRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "404": "NotFound",
+      "408": "RequestTimeout",
+      "409": "Conflict",
+      "413": "PayloadTooLarge",
+      "415": "UnsupportedMediaType",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "listAdminAudit": {
+    "method": "GET",
+    "path": "/api/v1/admin/audit",
+    "url": "/api/v1/admin/audit",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": false,
+    "scopes": [
+      "keys:admin"
+    ],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
   "getLive": {
     "method": "GET",
     "path": "/live",

@@ -1183,6 +1183,395 @@ export const schemas = {
       }
     ]
   },
+  "ApiKeyId": {
+    "$id": "https://study-service/schemas/ApiKeyId",
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 64,
+    "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$",
+    "description": "1..64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit.",
+    "examples": [
+      "acme-web"
+    ]
+  },
+  "ApiKeyScope": {
+    "$id": "https://study-service/schemas/ApiKeyScope",
+    "type": "string",
+    "enum": [
+      "users:read",
+      "users:write",
+      "study:read",
+      "study:write",
+      "telemetry:ingest",
+      "telemetry:read",
+      "telemetry:erase",
+      "users:export",
+      "users:erase",
+      "keys:admin"
+    ]
+  },
+  "ApiKeyRateLimit": {
+    "$id": "https://study-service/schemas/ApiKeyRateLimit",
+    "type": "object",
+    "required": [
+      "max",
+      "window_ms"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "max": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 10000000,
+        "description": "Requests per window."
+      },
+      "window_ms": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 86400000,
+        "description": "The sliding window in milliseconds."
+      }
+    }
+  },
+  "ApiKeyCreateRequest": {
+    "$id": "https://study-service/schemas/ApiKeyCreateRequest",
+    "type": "object",
+    "required": [
+      "id"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "id": {
+        "$ref": "https://study-service/schemas/ApiKeyId"
+      },
+      "scopes": {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": 10,
+        "uniqueItems": true,
+        "items": {
+          "$ref": "https://study-service/schemas/ApiKeyScope"
+        },
+        "description": "Omitted, the creator's scopes but telemetry:erase, users:erase and keys:admin."
+      },
+      "systems": {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": 100,
+        "uniqueItems": true,
+        "items": {
+          "type": "string",
+          "format": "uuid"
+        },
+        "description": "The system_uuids the key may name; omitted, the creator's (every system for an unbound creator)."
+      },
+      "rate_limit": {
+        "$ref": "https://study-service/schemas/ApiKeyRateLimit"
+      },
+      "max_concurrent_requests": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 100000,
+        "description": "Requests in progress at once; omitted, CLIENT_MAX_CONCURRENT_REQUESTS."
+      },
+      "max_body_bytes_in_flight": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 9007199254740991,
+        "description": "Request-body bytes in flight; from BODY_LIMIT_BYTES to half of BODY_BYTES_IN_FLIGHT_MAX, else 400 KEYS_400; omitted, CLIENT_MAX_BODY_BYTES_IN_FLIGHT."
+      },
+      "expires_at": {
+        "type": "string",
+        "format": "date-time",
+        "description": "When every secret of the key stops working; omitted, never."
+      }
+    },
+    "examples": [
+      {
+        "id": "acme-web",
+        "scopes": [
+          "telemetry:ingest"
+        ],
+        "rate_limit": {
+          "max": 600,
+          "window_ms": 60000
+        }
+      }
+    ]
+  },
+  "ApiKeyRollRequest": {
+    "$id": "https://study-service/schemas/ApiKeyRollRequest",
+    "type": "object",
+    "additionalProperties": false,
+    "properties": {
+      "expires_in_seconds": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 604800,
+        "default": 86400,
+        "description": "How long the older secrets keep working: 0 stops them now."
+      }
+    },
+    "examples": [
+      {
+        "expires_in_seconds": 3600
+      }
+    ]
+  },
+  "ApiKey": {
+    "$id": "https://study-service/schemas/ApiKey",
+    "type": "object",
+    "required": [
+      "id",
+      "prefix",
+      "status",
+      "scopes",
+      "systems",
+      "rate_limit",
+      "max_concurrent_requests",
+      "max_body_bytes_in_flight",
+      "created_at",
+      "created_by",
+      "expires_at",
+      "revoked_at",
+      "last_used_at",
+      "previous_secret_expires_at"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "id": {
+        "$ref": "https://study-service/schemas/ApiKeyId"
+      },
+      "secret": {
+        "type": "string",
+        "description": "The new secret, in the answer that issued it only (create or roll, not a replay, never a read). Send it as X-API-Key.",
+        "examples": [
+          "ssk_3q2-7wEXAMPLEonlyXXXXXXXXXXXXXXXXXXXXXXXXXXX"
+        ]
+      },
+      "prefix": {
+        "type": "string",
+        "description": "The first 8 characters of the current secret (`ssk_` and 4 more), to tell keys apart."
+      },
+      "status": {
+        "type": "string",
+        "enum": [
+          "active",
+          "expired",
+          "revoked"
+        ]
+      },
+      "scopes": {
+        "type": "array",
+        "items": {
+          "$ref": "https://study-service/schemas/ApiKeyScope"
+        }
+      },
+      "systems": {
+        "type": [
+          "array",
+          "null"
+        ],
+        "items": {
+          "type": "string",
+          "format": "uuid"
+        },
+        "description": "Null for every system."
+      },
+      "rate_limit": {
+        "oneOf": [
+          {
+            "$ref": "https://study-service/schemas/ApiKeyRateLimit"
+          },
+          {
+            "type": "null"
+          }
+        ],
+        "description": "Null for the service's default limit."
+      },
+      "max_concurrent_requests": {
+        "type": [
+          "integer",
+          "null"
+        ],
+        "description": "Null for CLIENT_MAX_CONCURRENT_REQUESTS."
+      },
+      "max_body_bytes_in_flight": {
+        "type": [
+          "integer",
+          "null"
+        ],
+        "description": "Null for CLIENT_MAX_BODY_BYTES_IN_FLIGHT."
+      },
+      "created_at": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "created_by": {
+        "type": "string",
+        "description": "The id of the key that created it."
+      },
+      "expires_at": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "date-time"
+      },
+      "revoked_at": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "date-time"
+      },
+      "last_used_at": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "date-time",
+        "description": "The start of the last hour the key answered in (null: never)."
+      },
+      "previous_secret_expires_at": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "date-time",
+        "description": "When the last older secret of a roll stops working; null when none works any more."
+      }
+    },
+    "examples": [
+      {
+        "id": "acme-web",
+        "secret": "ssk_3q2-7wEXAMPLEonlyXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+        "prefix": "ssk_3q2-",
+        "status": "active",
+        "scopes": [
+          "telemetry:ingest"
+        ],
+        "systems": null,
+        "rate_limit": {
+          "max": 600,
+          "window_ms": 60000
+        },
+        "max_concurrent_requests": null,
+        "max_body_bytes_in_flight": null,
+        "created_at": "2026-11-28T09:00:00.000Z",
+        "created_by": "key-1a2b3c4d5e6f",
+        "expires_at": null,
+        "revoked_at": null,
+        "last_used_at": null,
+        "previous_secret_expires_at": null
+      }
+    ]
+  },
+  "ApiKeyListResponse": {
+    "$id": "https://study-service/schemas/ApiKeyListResponse",
+    "type": "object",
+    "required": [
+      "items",
+      "next_cursor"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "items": {
+        "type": "array",
+        "items": {
+          "$ref": "https://study-service/schemas/ApiKey"
+        }
+      },
+      "next_cursor": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "description": "Opaque; pass it as `cursor` for the next page. Null on the last page."
+      }
+    }
+  },
+  "AdminAuditEntry": {
+    "$id": "https://study-service/schemas/AdminAuditEntry",
+    "type": "object",
+    "required": [
+      "audit_id",
+      "at",
+      "actor_key_id",
+      "action",
+      "target_key_id",
+      "request_id"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "audit_id": {
+        "type": "integer",
+        "minimum": 1
+      },
+      "at": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "actor_key_id": {
+        "type": "string",
+        "description": "The id of the key that acted."
+      },
+      "action": {
+        "type": "string",
+        "enum": [
+          "key.create",
+          "key.roll",
+          "key.revoke"
+        ]
+      },
+      "target_key_id": {
+        "$ref": "https://study-service/schemas/ApiKeyId"
+      },
+      "request_id": {
+        "type": "string",
+        "description": "The X-Request-Id of the request that acted."
+      }
+    }
+  },
+  "AdminAuditListResponse": {
+    "$id": "https://study-service/schemas/AdminAuditListResponse",
+    "type": "object",
+    "required": [
+      "items",
+      "next_cursor"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "items": {
+        "type": "array",
+        "items": {
+          "$ref": "https://study-service/schemas/AdminAuditEntry"
+        }
+      },
+      "next_cursor": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "description": "Opaque; pass it as `cursor` for the next page. Null on the last page."
+      }
+    },
+    "examples": [
+      {
+        "items": [
+          {
+            "audit_id": 3,
+            "at": "2026-11-28T09:05:00.000Z",
+            "actor_key_id": "key-1a2b3c4d5e6f",
+            "action": "key.revoke",
+            "target_key_id": "acme-web",
+            "request_id": "7d0c9f3e-1b2a-4c5d-8e9f-0a1b2c3d4e5f"
+          }
+        ],
+        "next_cursor": null
+      }
+    ]
+  },
   "DocsSearchTelemetryIngestRequest": {
     "$id": "https://study-service/schemas/DocsSearchTelemetryIngestRequest",
     "type": "object",

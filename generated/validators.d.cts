@@ -9,3 +9,5 @@ export declare const ConspectusReviewRequest: ValidateFunction
 export declare const ErrorLogCreateRequest: ValidateFunction
 export declare const DocsSearchTelemetryIngestRequest: ValidateFunction
 export declare const DocsSearchTelemetryBatchRequest: ValidateFunction
+export declare const ApiKeyCreateRequest: ValidateFunction
+export declare const ApiKeyRollRequest: ValidateFunction

@@ -1,4 +1,5 @@
 // The service object bound by fastify-openapi-glue: one method per operationId in the spec.
+import { createAdminKeyHandlers } from './admin-keys.js'
 import { createConspectusHandlers } from './conspectuses.js'
 import { createErrorLogHandlers } from './error-logs.js'
 import { createLearnerDataHandlers } from './learner-data.js'
@@ -16,6 +17,7 @@ export function createServiceHandlers(deps: HandlerDeps) {
     ...createLearnerDataHandlers(deps),
     ...createTelemetryHandlers(deps),
     ...createTelemetryAnalyticsHandlers(deps),
+    ...createAdminKeyHandlers(deps),
     ...createProbeHandlers(deps),
   }
 }

@@ -1,6 +1,8 @@
 // Request and reply types of each operation, derived from the generated contract types.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { components, operations } from '../generated/api.js'
+import type { ApiKeyRegistry } from '../src/auth/api-keys.js'
+import type { StoredKeySync } from '../src/auth/stored-key-sync.js'
 import type { Config } from '../src/config.js'
 import type { Sql } from '../src/db/client.js'
 import type { AnswerIdempotently } from '../src/idempotency/index.js'
@@ -39,8 +41,10 @@ export interface HandlerDatabase {
 }
 
 export interface HandlerDeps {
-  config: Pick<Config, 'appEnv' | 'telemetryMinSessions'>
+  config: Pick<Config, 'appEnv' | 'telemetryMinSessions' | 'bodyLimitBytes' | 'client'>
   db: HandlerDatabase
+  /** The key registry (configured ids) and the sync of stored keys (a change applies here at once). */
+  apiKeys: { registry: Pick<ApiKeyRegistry, 'isConfiguredId'>; sync: Pick<StoredKeySync, 'changed'> }
   /**
    * Idempotent writes: the one entry point (scope, key id and Idempotency-Key come from the
    * request); the work runs in a transaction and gets repositories bound to it.

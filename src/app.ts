@@ -44,6 +44,11 @@ export interface AppOptions {
   now?: () => Date
   /** OpenTelemetry, when OTEL_* asks for it (src/tracing); absent, no tracing code runs. */
   tracing?: Tracing
+  /**
+   * LISTEN for changes of stored keys made by other replicas (default true). The embedded
+   * database has one connection and one process: a change there is applied where it is made.
+   */
+  listenForKeyChanges?: boolean
 }
 
 export const REDACTED_HEADERS = ['x-api-key', 'authorization', 'cookie', 'set-cookie', 'proxy-authorization']
@@ -64,7 +69,14 @@ export function loggerOptions(config: Config, pretty = process.stdout.isTTY === 
   }
 }
 
-export async function buildApp({ config, sql, logger, now, tracing }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({
+  config,
+  sql,
+  logger,
+  now,
+  tracing,
+  listenForKeyChanges = true,
+}: AppOptions): Promise<FastifyInstance> {
   // A ready-made pino instance (tests capture lines) goes in as loggerInstance.
   const isInstance = typeof (logger as { info?: unknown } | undefined)?.info === 'function'
   const app: FastifyInstance = Fastify({
@@ -101,7 +113,7 @@ export async function buildApp({ config, sql, logger, now, tracing }: AppOptions
   await app.register(idempotencyPurgePlugin)
   await app.register(telemetryLifecyclePlugin, { now: now ?? (() => new Date()) })
   await app.register(corsPlugin)
-  await app.register(authPlugin)
+  await app.register(authPlugin, { listenWith: listenForKeyChanges ? sql : undefined })
   await app.register(rateLimitPlugin)
   await app.register(loadSheddingPlugin)
   await app.register(bodyBudgetPlugin)
@@ -112,6 +124,7 @@ export async function buildApp({ config, sql, logger, now, tracing }: AppOptions
   const serviceHandlers = createServiceHandlers({
     config,
     db: app.db,
+    apiKeys: app.apiKeys,
     answerIdempotently: createIdempotency(app.db, config.idempotencyTtlHours),
     isDraining: () => app.draining,
     isUnderPressure: () => app.overloaded(),

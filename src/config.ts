@@ -32,6 +32,8 @@ export interface Config {
     maxConcurrentRequests: number
     /** Request-body bytes in flight (CLIENT_MAX_BODY_BYTES_IN_FLIGHT); a key's max_body_bytes_in_flight replaces it. */
     maxBodyBytesInFlight: number
+    /** The most a key's max_body_bytes_in_flight may be: half of BODY_BYTES_IN_FLIGHT_MAX (one body at least). */
+    maxBodyBytesInFlightShare: number
   }
   /** A body slower than this after the grace is cut with 408 (0: no minimum); see src/http/upload-rate.ts. */
   minUploadBytesPerSecond: number
@@ -159,6 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       bodyLimitBytes,
       clientShareMax,
     ),
+    maxBodyBytesInFlightShare: clientShareMax,
   }
   for (const entry of apiKeyEntries) {
     const bytes = entry.maxBodyBytesInFlight

@@ -17,7 +17,7 @@ async function main(config: Config) {
   const sql = createClient(config.databaseUrl ?? embedded!.url, { max: embedded ? 1 : config.databasePoolMax })
   await migrate(sql)
 
-  const app = await buildApp({ config, sql, tracing })
+  const app = await buildApp({ config, sql, tracing, listenForKeyChanges: !embedded })
   if (embedded) app.log.info({ dataDir: config.dataDir }, 'no DATABASE_URL: using embedded PostgreSQL (PGlite)')
   if (config.apiKeys.includes(DEV_API_KEY))
     app.log.warn(`API_KEYS is not set: APP_ENV=dev accepts the development key "${DEV_API_KEY}"`)

@@ -7,14 +7,12 @@
 // Without KEYS_FILE it prints a whole API_KEYS_FILE holding the one entry; with it, the entry is
 // appended to that file's array (the file is created when missing). Checked by the same rules as
 // the service's start-up.
-import { createHash, randomBytes } from 'node:crypto'
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { parseKeyFile } from '../src/auth/key-file.js'
-
-export const SECRET_PREFIX = 'ssk_'
+import { issueSecret } from '../src/auth/secret.js'
 
 export function makeKey(env: NodeJS.ProcessEnv): { secret: string; entry: Record<string, unknown> } {
-  const secret = SECRET_PREFIX + randomBytes(32).toString('base64url')
+  const { secret, digest } = issueSecret()
   const list = (raw: string | undefined) =>
     (raw ?? '')
       .split(',')
@@ -22,7 +20,7 @@ export function makeKey(env: NodeJS.ProcessEnv): { secret: string; entry: Record
       .filter(Boolean)
   const entry: Record<string, unknown> = {
     id: env.ID ?? '',
-    secret_sha256: createHash('sha256').update(secret).digest('hex'),
+    secret_sha256: digest.toString('hex'),
   }
   if (list(env.SCOPES).length > 0) entry.scopes = list(env.SCOPES)
   if (list(env.SYSTEMS).length > 0) entry.systems = list(env.SYSTEMS)

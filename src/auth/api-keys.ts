@@ -1,9 +1,11 @@
 // The key registry: who a presented X-API-Key is. The presented secret is hashed once with
 // SHA-256 and its digest looked up in a Map (O(1) in the number of keys); the stored digest is
 // then compared with timingSafeEqual. Only digests are kept in memory, never the secrets: a
-// presented secret lives no longer than its request.
+// presented secret lives no longer than its request. Configured keys (API_KEYS, API_KEYS_FILE)
+// are fixed at start; keys stored in the database are replaced, all or one key's at a time, by
+// src/auth/stored-key-sync.ts whenever the table changes.
 import { hash, timingSafeEqual } from 'node:crypto'
-import type { KeyFileEntry, RateLimitPolicy } from './key-file.js'
+import { type KeyFileEntry, LEGACY_ID, type RateLimitPolicy } from './key-file.js'
 
 /** What a request's key is allowed; shared by every secret of one id (rotation). */
 export interface ApiKeyIdentity {
@@ -18,6 +20,8 @@ export interface ApiKeyIdentity {
   readonly maxConcurrentRequests: number | null
   /** null: the default (CLIENT_MAX_BODY_BYTES_IN_FLIGHT) */
   readonly maxBodyBytesInFlight: number | null
+  /** true for a key stored in the database (its use is recorded in last_used_at) */
+  readonly stored: boolean
 }
 
 interface Secret {
@@ -26,11 +30,24 @@ interface Secret {
   expiresAt: number | null
 }
 
+/** A usable secret of a stored key: its digest, when it stops, and what it grants. */
+export interface StoredSecret {
+  digest: Buffer
+  expiresAt: number | null
+  identity: ApiKeyIdentity
+}
+
 export interface ApiKeyRegistry {
-  /** The identity of a configured, unexpired secret, or null. */
+  /** The identity of a configured or stored, unexpired secret, or null. */
   identify(candidate: unknown, now?: number): ApiKeyIdentity | null
-  /** Number of secrets. */
+  /** Number of configured secrets. */
   readonly size: number
+  /** Whether `id` belongs to a configured key, or has the id form of API_KEYS keys. */
+  isConfiguredId(id: string): boolean
+  /** Every stored key's secrets, replacing all (after (re)connecting to the change channel). */
+  replaceStored(secrets: readonly StoredSecret[]): void
+  /** One stored key's secrets now (none: revoked, expired or gone), replacing what it had. */
+  replaceStoredKey(keyId: string, secrets: readonly StoredSecret[]): void
 }
 
 // One-shot hashing: no Hash object per request.
@@ -60,6 +77,7 @@ export function createApiKeyRegistry(
       rateLimit: null,
       maxConcurrentRequests: null,
       maxBodyBytesInFlight: null,
+      stored: false,
     })
     add(digest.toString('hex'), { digest, identity, expiresAt: null }, `API_KEYS key ${identity.id}`)
   }
@@ -74,6 +92,7 @@ export function createApiKeyRegistry(
         rateLimit: entry.rateLimit,
         maxConcurrentRequests: entry.maxConcurrentRequests,
         maxBodyBytesInFlight: entry.maxBodyBytesInFlight,
+        stored: false,
       })
       identities.set(entry.id, identity)
     }
@@ -84,14 +103,40 @@ export function createApiKeyRegistry(
     )
   }
 
+  // Stored keys: by digest for the lookup, and each key's digests to replace them by key.
+  let stored = new Map<string, Secret>()
+  let storedByKey = new Map<string, string[]>()
+  const isConfiguredId = (id: string) => identities.has(id) || LEGACY_ID.test(id)
+  const addStored = (secret: StoredSecret) => {
+    const hex = secret.digest.toString('hex')
+    // A stored key never shadows a configured one (the admin operations refuse such an id).
+    if (isConfiguredId(secret.identity.id) || secrets.has(hex)) return
+    stored.set(hex, secret)
+    const digests = storedByKey.get(secret.identity.id)
+    if (digests) digests.push(hex)
+    else storedByKey.set(secret.identity.id, [hex])
+  }
+
   const lookup = (candidate: string): Secret | null => {
     const probe = sha256(candidate)
-    const found = secrets.get(probe.toString('hex'))
+    const hex = probe.toString('hex')
+    const found = secrets.get(hex) ?? stored.get(hex)
     return found && timingSafeEqual(probe, found.digest) ? found : null
   }
 
   return {
     size: secrets.size,
+    isConfiguredId,
+    replaceStored(all) {
+      stored = new Map()
+      storedByKey = new Map()
+      for (const secret of all) addStored(secret)
+    },
+    replaceStoredKey(keyId, keySecrets) {
+      for (const hex of storedByKey.get(keyId) ?? []) stored.delete(hex)
+      storedByKey.delete(keyId)
+      for (const secret of keySecrets) addStored(secret)
+    },
     identify(candidate, now = Date.now()) {
       if (typeof candidate !== 'string' || candidate.length === 0) return null
       const found = lookup(candidate)

@@ -37,7 +37,7 @@ export const KNOWN_SCOPES: ReadonlySet<string> = new Set(
  * Scopes an entry holds only when its `scopes` name them: erasing a visitor's telemetry or a learner is
  * not something a key written before the scope existed (no `scopes`: "everything") should gain.
  */
-export const EXPLICIT_ONLY_SCOPES: ReadonlySet<string> = new Set(['telemetry:erase', 'users:erase'])
+export const EXPLICIT_ONLY_SCOPES: ReadonlySet<string> = new Set(['telemetry:erase', 'users:erase', 'keys:admin'])
 const DEFAULT_SCOPES = [...KNOWN_SCOPES].filter((s) => !EXPLICIT_ONLY_SCOPES.has(s)).sort()
 
 const FIELDS = new Set([

@@ -2,8 +2,9 @@
 // Idempotency-Key), all three taken from the request (no handler names a scope):
 // 1. an answer stored for the triple is replayed (same body hash: its status and JSON bytes, with
 //    `Idempotent-Replayed: true` and the echoed `Idempotency-Key`) or refused with 409;
-// 2. otherwise the work and its answer's record run in one transaction. The record's primary key
-//    lets one transaction per triple commit: a concurrent twin waits on it, fails to store its
+// 2. otherwise the work and its answer's record run in one transaction (fields the work marks
+//    shownOnce, a new secret, are sent but never stored: a replay answers without them). The
+//    record's primary key lets one transaction per triple commit: a concurrent twin waits on it, fails to store its
 //    answer, rolls back its own work and replays the first answer (or gets 409). A business error
 //    rolls back too, so only 2xx answers are stored; one met while waiting on a twin (its user row,
 //    its slot move) gives way to the twin's answer when there is one.
@@ -32,6 +33,8 @@ import { idempotencyScope } from './scope.js'
 export interface WriteResult<T> {
   status: 200 | 201 | 202
   body: T
+  /** Fields sent in this answer only and never stored (a new secret): a replay answers `body` alone. */
+  shownOnce?: Partial<T>
 }
 
 /**
@@ -116,12 +119,11 @@ export function createIdempotency<Tx extends { sql: Db }>(
       db.transaction(
         async (tx) => {
           const result = await work(tx)
-          const json = reply.serializeInput(
-            result.body as Record<string, unknown>,
-            String(result.status),
-            'application/json',
-          ) as string
-          return { status: result.status, json }
+          const serialize = (body: unknown) =>
+            reply.serializeInput(body as Record<string, unknown>, String(result.status), 'application/json') as string
+          const json = serialize(result.body)
+          const sent = result.shownOnce ? serialize({ ...result.body, ...result.shownOnce }) : json
+          return { status: result.status, json, sent }
         },
         (tx, answer) => answerRecord(tx.sql, who, hash, answer.status, answer.json, ttlHours),
       )
@@ -129,7 +131,7 @@ export function createIdempotency<Tx extends { sql: Db }>(
     for (let attempt = 1; ; attempt++) {
       try {
         const answer = await write()
-        return send(answer.status, answer.json, false)
+        return send(answer.status, answer.sent, false)
       } catch (err) {
         if (!isKeyTaken(err) && !(err instanceof AppError)) throw err
         const winner = await findAnswer(db.sql, who)

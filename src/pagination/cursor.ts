@@ -17,15 +17,36 @@ export function encodeCursor(position: TimeKeyPosition): string {
   return Buffer.from(JSON.stringify([position.created_at, position.id]), 'utf8').toString('base64url')
 }
 
-export function decodeCursor(cursor: string): TimeKeyPosition | null {
+/** A lowercase UUID: the id of a row of the error-log and conspectus lists. */
+const isLowerUuid = (id: string) => strictUuid.test(id) && id === id.toLowerCase()
+
+/** The position a cursor names, or null; `isId` says which ids the list's rows have. */
+export function decodeCursor(cursor: string, isId: (id: string) => boolean = isLowerUuid): TimeKeyPosition | null {
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
     if (!Array.isArray(value) || value.length !== 2) return null
     const [createdAt, id] = value
     if (typeof createdAt !== 'string' || !TIMESTAMP.test(createdAt) || !isBoundedDateTime(createdAt)) return null
-    if (typeof id !== 'string' || !strictUuid.test(id) || id !== id.toLowerCase()) return null
+    if (typeof id !== 'string' || !isId(id)) return null
     const position = { created_at: createdAt, id }
     return encodeCursor(position) === cursor ? position : null
+  } catch {
+    return null
+  }
+}
+
+/** A cursor of a list ordered by a positive integer id (newest first): the id of the last row. */
+export function encodeIdCursor(id: number): string {
+  return Buffer.from(JSON.stringify([id]), 'utf8').toString('base64url')
+}
+
+export function decodeIdCursor(cursor: string): number | null {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
+    if (!Array.isArray(value) || value.length !== 1) return null
+    const [id] = value
+    if (!Number.isSafeInteger(id) || (id as number) < 1) return null
+    return encodeIdCursor(id as number) === cursor ? (id as number) : null
   } catch {
     return null
   }

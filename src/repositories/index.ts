@@ -2,6 +2,7 @@
 // db_operation_duration_seconds under the label `<repository>.<function>`.
 import type { Db } from '../db/client.js'
 import type { PoolUsage } from '../db/pool-usage.js'
+import { createApiKeyRepository } from './api-keys.js'
 import { createConspectusRepository } from './conspectuses.js'
 import { createErrorLogRepository } from './error-logs.js'
 import { createLearnerRepository } from './learners.js'
@@ -41,6 +42,7 @@ const factories = {
   learners: createLearnerRepository,
   telemetry: createTelemetryRepository,
   telemetryAnalytics: createTelemetryAnalyticsRepository,
+  apiKeys: createApiKeyRepository,
 }
 
 export type Repositories = { [Name in keyof typeof factories]: ReturnType<(typeof factories)[Name]> }
@@ -77,6 +79,9 @@ class LazyRepositories {
   }
   get telemetryAnalytics() {
     return this.#get('telemetryAnalytics')
+  }
+  get apiKeys() {
+    return this.#get('apiKeys')
   }
 }
 

@@ -15,6 +15,7 @@ t.test('every protected operation names at least one scope, all of them known', 
   t.ok(protectedOps.length >= 14, `${protectedOps.length} protected operations`)
   for (const [id, op] of protectedOps) t.ok(op.scopes.length > 0, `${id} names a scope`)
   t.same(allScopes.sort(), [
+    'keys:admin',
     'study:read',
     'study:write',
     'telemetry:erase',

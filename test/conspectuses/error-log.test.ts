@@ -69,7 +69,8 @@ t.test('pages walk every row exactly once, newest first', async (t) => {
     .sql`update error_logs set created_at = '2026-01-01T00:00:00Z' where error_log_uuid = any(${ids.slice(5, 12)}::uuid[])`
   // So must rows apart by microseconds within one millisecond (a cursor keeps microseconds).
   for (const [i, id] of ids.slice(12, 18).entries())
-    await api.db.sql`update error_logs set created_at = ${`2026-01-02T00:00:00.000${i + 1}00Z`}::text::timestamptz where error_log_uuid = ${id}`
+    await api.db
+      .sql`update error_logs set created_at = ${`2026-01-02T00:00:00.000${i + 1}00Z`}::text::timestamptz where error_log_uuid = ${id}`
   const seen: string[] = []
   let cursor: string | null = null
   let pages = 0

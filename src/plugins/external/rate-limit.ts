@@ -53,7 +53,7 @@ export default fp(
   async (fastify) => {
     const { config } = fastify
     const defaults: RateLimitQuota = { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs }
-    // A key's own rate_limit (API_KEYS_FILE) replaces the default for that key.
+    // A key's own rate_limit (API_KEYS_FILE, or a stored key's) replaces the default for that key.
     const quotaFor = (request: FastifyRequest): RateLimitQuota => request.apiKey?.rateLimit ?? defaults
 
     // Registered with or without Redis: dashboards and alerts see 0 rather than no series.
@@ -68,13 +68,10 @@ export default fp(
     // With tracing on, each Redis decision is a span of its request.
     const store = shared ? (fastify.tracing?.traceRateLimitStore(shared) ?? shared) : local
 
-    // Without any key's own quota, the numbers themselves: @fastify/rate-limit then awaits no
-    // function for them on each request.
-    const perKeyQuotas = config.apiKeyEntries.some((entry) => entry.rateLimit !== null)
     await fastify.register(rateLimit, {
       global: false,
-      max: perKeyQuotas ? (request) => quotaFor(request).max : defaults.max,
-      timeWindow: perKeyQuotas ? (request) => quotaFor(request).windowMs : defaults.windowMs,
+      max: (request) => quotaFor(request).max,
+      timeWindow: (request) => quotaFor(request).windowMs,
       store: existingStore(store),
       keyGenerator: (request) => request.apiKeyId ?? addressClient(request),
       errorResponseBuilder: () => appError('SECURITY_RATE_LIMIT_EXCEEDED'),
@@ -94,7 +91,7 @@ export default fp(
     const describe = (request: FastifyRequest, reply: FastifyReply) => {
       const remaining = reply.getHeader('x-ratelimit-remaining')
       if (remaining === undefined) return
-      reply.header('ratelimit-policy', policyOf(perKeyQuotas ? quotaFor(request) : defaults))
+      reply.header('ratelimit-policy', policyOf(quotaFor(request)))
       reply.header('ratelimit', ietf.rateLimit(Number(remaining), Number(reply.getHeader('x-ratelimit-reset'))))
     }
     // A callback hook around the library's async one: no promise of its own per request.
