@@ -597,6 +597,8 @@ export interface paths {
          *     cursor this service could not have issued is 422 `COMMON_422`. No secret and no digest
          *     is ever listed. Keys of `API_KEYS` and `API_KEYS_FILE` are configuration, not data, and
          *     are not listed.
+         *
+         *     Business errors: none beyond the common ones (401, 403, 422, 429).
          */
         get: operations["listApiKeys"];
         put?: never;
@@ -705,6 +707,8 @@ export interface paths {
          *     id), what, on which key, when, and the request's `X-Request-Id`. Never a secret or a
          *     digest. In pages, newest first, with the cursor rules of the key list; `key_id` keeps
          *     the actions on one key.
+         *
+         *     Business errors: none beyond the common ones (401, 403, 422, 429).
          */
         get: operations["listAdminAudit"];
         put?: never;

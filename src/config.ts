@@ -10,7 +10,7 @@ export interface Config {
   port: number
   host: string
   databaseUrl: string | null
-  /** PostgreSQL connections this process may open (DATABASE_POOL_MAX). */
+  /** PostgreSQL connections of the pool (DATABASE_POOL_MAX); one more listens for key changes. */
   databasePoolMax: number
   /** Plain secrets from API_KEYS: full-access keys. */
   apiKeys: string[]
@@ -180,7 +180,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: env.HOST || '127.0.0.1',
     databaseUrl,
-    // Per replica: replicas × this must stay under PostgreSQL's max_connections (PGlite: always 1).
+    // Per replica: replicas × (this + 1, the key-change listener) must stay under PostgreSQL's max_connections (PGlite: 1).
     databasePoolMax: integer(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
     // The development key only when no key is configured at all (APP_ENV=dev).
     apiKeys: apiKeys.length > 0 || apiKeyEntries.length > 0 ? apiKeys : [DEV_API_KEY],

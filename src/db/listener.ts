@@ -32,6 +32,8 @@ export function listen(pool: Sql, options: ListenOptions): Listener {
     idle_timeout: null,
     max_lifetime: null,
     fetch_types: false,
+    // Told apart from the pool's connections in pg_stat_activity (one per replica, beside the pool).
+    connection: { ...pool.options.connection, application_name: 'study-service-listener' },
     onnotify: (channel: string, payload: string) => {
       if (channel === options.channel) options.onNotify(payload)
     },

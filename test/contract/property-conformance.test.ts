@@ -17,6 +17,8 @@ t.comment(`fast-check seed ${SEED}, ${RUNS} runs per property (FC_SEED / FC_RUNS
 const api = await buildTestApp(t)
 const owner = await createOwner(api, { timezone: 'Europe/Berlin' })
 const note = await createConspectus(api, owner)
+const KNOWN_KEY = 'conformance-key'
+await api.post('/api/v1/admin/keys', { id: KNOWN_KEY })
 const catalogued = new Set<string>(errorCatalogue.map((e) => e.code))
 let cases = 0
 
@@ -46,12 +48,16 @@ function arbitrary(schema: Schema): fc.Arbitrary<unknown> {
         return fc
           .date({ min: new Date('2020-01-01'), max: new Date('2030-01-01'), noInvalidDate: true })
           .map((d) => d.toISOString())
+      if (schema.pattern)
+        return fc
+          .stringMatching(new RegExp(schema.pattern))
+          .filter((text) => text.length >= (schema.minLength ?? 0) && text.length <= (schema.maxLength ?? 30))
       return fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 30, 30) })
-    case 'array':
-      return fc.array(arbitrary(schema.items ?? {}), {
-        minLength: schema.minItems ?? 0,
-        maxLength: Math.min(schema.maxItems ?? 4, 4),
-      })
+    case 'array': {
+      const size = { minLength: schema.minItems ?? 0, maxLength: Math.min(schema.maxItems ?? 4, 4) }
+      const items = arbitrary(schema.items ?? {})
+      return schema.uniqueItems ? fc.uniqueArray(items, size) : fc.array(items, size)
+    }
     case 'object': {
       const properties: Record<string, Schema> = schema.properties ?? {}
       if (Object.keys(properties).length === 0)
@@ -94,6 +100,7 @@ function urlFor(path: string, known: boolean) {
     .replace('{system_uuid}', known ? owner.system_uuid : randomUUID())
     .replace('{system_user_id}', known ? owner.system_user_id : 'nobody')
     .replace('{conspectus_uuid}', known ? note.conspectus_uuid : randomUUID())
+    .replace('{key_id}', known ? KNOWN_KEY : `no-such-key-${randomUUID()}`)
 }
 
 const writeOps = Object.entries(operations).filter(([, op]) => op.bodySchema)

@@ -81,7 +81,7 @@ t.test('the error catalogue is consistent', async (t) => {
   const keys = errorCatalogue.map((e) => e.key)
   t.equal(new Set(keys).size, keys.length, 'keys are unique')
   for (const e of errorCatalogue) {
-    t.match(e.code, /^(COMMON|USER|CONS|ERRLOG|TELEMETRY)_\d{3}$/, e.key)
+    t.match(e.code, /^(COMMON|USER|CONS|ERRLOG|TELEMETRY|KEYS)_\d{3}$/, e.key)
     t.ok(['business', 'security', 'validation', 'internal'].includes(e.source), e.key)
     if (e.status === 422 && e.code !== 'COMMON_422')
       t.ok('group' in e && 'field' in e && 'on' in e, `${e.key} is selectable`)

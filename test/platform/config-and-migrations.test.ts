@@ -194,4 +194,8 @@ t.test('DATABASE_POOL_MAX bounds the connections a replica opens to PostgreSQL',
     select count(*)::int as n from pg_stat_activity
     where datname = ${db.name} and application_name = 'study-service' and pid <> pg_backend_pid()`
   t.ok(open!.n >= 1 && open!.n <= 2, `the replica holds ${open!.n} connections, at most 2`)
+  const [listening] = await db.sql<{ n: number }[]>`
+    select count(*)::int as n from pg_stat_activity
+    where datname = ${db.name} and application_name = 'study-service-listener'`
+  t.equal(listening!.n, 1, 'and one more that listens for key changes')
 })
