@@ -96,7 +96,7 @@ export interface BenchDatabase {
 
 /**
  * A new database, migrated, seeded with 10k users and 100k conspectuses (10 each, all due; the
- * due-list learner has 50 more).
+ * due-list learner has 50 more), and 10k stored partner keys (each replica holds them in memory).
  * `vacuumStandIn`: run autovacuum's stand-in for the database's whole life (the soak); the
  * paired bench settles the database between its cases instead.
  */
@@ -122,6 +122,10 @@ export async function createBenchDatabase(prefix: string, { vacuumStandIn = true
   await sql`insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
             select 'earlier-partner', '/api/v1/user', 'earlier-' || i, md5(i::text), 201, '{}', now() + interval '12 hours'
             from generate_series(1, 100000) i`
+  await sql`insert into api_keys (id, prefix, scopes, created_by)
+            select 'bench-partner-' || i, 'ssk_bnch', '{users:read}', 'bench' from generate_series(1, 10000) i`
+  await sql`insert into api_key_secrets (digest, key_id)
+            select sha256(('ssk_bench_' || i)::bytea), 'bench-partner-' || i from generate_series(1, 10000) i`
   await sql`vacuum analyze`
   const autovacuum = vacuumStandIn ? await standInForAutovacuum(sql) : { stop: async () => {} }
   return {

@@ -122,5 +122,23 @@ export async function walk(baseUrl: string, apiKey: string, id: string, strict: 
   done('exportUser', await sdk.exportUser({ client, path: me }))
   done('deleteConspectus', await sdk.deleteConspectus({ client, path: { conspectus_uuid }, query: me }))
   done('eraseUser', await sdk.eraseUser({ client, path: me }))
+
+  // Partner keys as data: issue (the secret shown once), read, list, roll, revoke, the audit.
+  const keyId = `walk-${id}`
+  const issued = await sdk.createApiKey({
+    client,
+    headers: key('api-key'),
+    body: { id: keyId, scopes: ['users:read'] },
+  })
+  done('createApiKey', issued)
+  if (strict) expect(issued.data?.secret?.startsWith('ssk_'), 'the new secret')
+  done('getApiKey', await sdk.getApiKey({ client, path: { key_id: keyId } }))
+  done('listApiKeys', await sdk.listApiKeys({ client, query: { limit: 10 } }))
+  done(
+    'rollApiKey',
+    await sdk.rollApiKey({ client, path: { key_id: keyId }, headers: key('roll'), body: { expires_in_seconds: 0 } }),
+  )
+  done('revokeApiKey', await sdk.revokeApiKey({ client, path: { key_id: keyId } }))
+  done('listAdminAudit', await sdk.listAdminAudit({ client, query: { key_id: keyId } }))
   return r.calls
 }

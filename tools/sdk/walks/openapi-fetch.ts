@@ -155,5 +155,31 @@ export async function walk(baseUrl: string, apiKey: string, id: string, strict: 
       .response,
   )
   r.record('eraseUser', (await client.DELETE('/api/v1/user/{system_uuid}/{system_user_id}', { params: path })).response)
+
+  // Partner keys as data: issue (the secret shown once), read, list, roll, revoke, the audit.
+  const keyId = `walk-${id}`
+  const issued = await client.POST('/api/v1/admin/keys', {
+    params: { header: key('api-key') },
+    body: { id: keyId, scopes: ['users:read'] },
+  })
+  r.record('createApiKey', issued.response)
+  if (strict) expect(issued.data?.secret?.startsWith('ssk_'), 'the new secret')
+  const keyPath = { params: { path: { key_id: keyId } } }
+  r.record('getApiKey', (await client.GET('/api/v1/admin/keys/{key_id}', keyPath)).response)
+  r.record('listApiKeys', (await client.GET('/api/v1/admin/keys', { params: { query: { limit: 10 } } })).response)
+  r.record(
+    'rollApiKey',
+    (
+      await client.POST('/api/v1/admin/keys/{key_id}/roll', {
+        params: { path: { key_id: keyId }, header: key('roll') },
+        body: { expires_in_seconds: 0 },
+      })
+    ).response,
+  )
+  r.record('revokeApiKey', (await client.DELETE('/api/v1/admin/keys/{key_id}', keyPath)).response)
+  r.record(
+    'listAdminAudit',
+    (await client.GET('/api/v1/admin/audit', { params: { query: { key_id: keyId } } })).response,
+  )
   return r.calls
 }

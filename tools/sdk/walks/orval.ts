@@ -118,5 +118,16 @@ export async function walk(_baseUrl: string, apiKey: string, id: string, strict:
   done('exportUser', await api.exportUser(me.system_uuid, me.system_user_id, undefined, auth))
   done('deleteConspectus', await api.deleteConspectus(conspectusUuid, me, undefined, auth))
   done('eraseUser', await api.eraseUser(me.system_uuid, me.system_user_id, undefined, auth))
+
+  // Partner keys as data: issue (the secret shown once), read, list, roll, revoke, the audit.
+  const keyId = `walk-${id}`
+  const issued = await api.createApiKey({ id: keyId, scopes: ['users:read'] }, key('api-key'), auth)
+  done('createApiKey', issued)
+  if (strict) expect(issued.status === 201 && issued.data.secret?.startsWith('ssk_'), 'the new secret')
+  done('getApiKey', await api.getApiKey(keyId, undefined, auth))
+  done('listApiKeys', await api.listApiKeys({ limit: 10 }, undefined, auth))
+  done('rollApiKey', await api.rollApiKey(keyId, { expires_in_seconds: 0 }, key('roll'), auth))
+  done('revokeApiKey', await api.revokeApiKey(keyId, undefined, auth))
+  done('listAdminAudit', await api.listAdminAudit({ key_id: keyId }, undefined, auth))
   return r.calls
 }
