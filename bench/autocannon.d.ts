@@ -11,6 +11,8 @@ declare module 'autocannon' {
   /** The run: awaitable for its result, and an event emitter while it goes. */
   interface Instance extends Promise<Result> {
     on(event: 'response', listener: (client: unknown, statusCode: number) => void): this
+    /** Ends the run early (its promise then resolves with what was measured). */
+    stop(): void
   }
   export default function autocannon(options: Record<string, unknown>): Instance
 }
