@@ -142,13 +142,13 @@ t.test('make key: a prefixed 32-byte secret and an entry that the service accept
   t.throws(() => makeKey({ ID: 'acme', SCOPES: 'everything' }), /unknown scope/)
 })
 
-t.test('make key as the README shows it: KEYS_FILE gets the entry appended, and starts the service', async (t) => {
+t.test('make key as docs/partner-keys.md shows it: KEYS_FILE gets the entry appended, and starts the service', async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'make-key-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const readme = readFileSync(path.join(projectRoot, 'README.md'), 'utf8')
-  // The README's command, its variables taken as written.
-  const command = /make key ((?:[A-Z_]+=\S+\s*\\?\s*)+)/.exec(readme)?.[1]
-  t.ok(command, 'the README shows a make key command')
+  const doc = readFileSync(path.join(projectRoot, 'docs/partner-keys.md'), 'utf8')
+  // The document's command, its variables taken as written.
+  const command = /make key ((?:[A-Z_]+=\S+\s*\\?\s*)+)/.exec(doc)?.[1]
+  t.ok(command, 'the document shows a make key command')
   const vars = Object.fromEntries([...command!.matchAll(/([A-Z_]+)=(\S+)/g)].map((m) => [m[1]!, m[2]!]))
   t.equal(vars.KEYS_FILE, 'partner-keys.json')
   const run = (env: Record<string, string>) =>
@@ -172,12 +172,12 @@ t.test('make key as the README shows it: KEYS_FILE gets the entry appended, and 
     ['acme', 'beta'],
     'appended, in order',
   )
-  // The README's shown file, with the digest filled in, is what make key wrote for acme.
-  const shown = /`partner-keys.json` then holds[\s\S]*?```json\n([\s\S]*?)```/.exec(readme)?.[1]
+  // The document's shown file, with the digest filled in, is what make key wrote for acme.
+  const shown = /`partner-keys.json` then holds[\s\S]*?```json\n([\s\S]*?)```/.exec(doc)?.[1]
   t.same(
     JSON.parse(shown!.replace('<64 hex>', entries[0].secret_sha256)),
     [entries[0]],
-    'the README shows the file as written',
+    'the document shows the file as written',
   )
   const config = loadConfig({ APP_ENV: 'prod', API_KEYS_FILE: path.join(dir, 'partner-keys.json') })
   const registry = createApiKeyRegistry([], config.apiKeyEntries)
