@@ -332,6 +332,8 @@ if (parts.has('5')) {
   interface Partner {
     statuses: Map<number, number>
     latencies: number[]
+    /** when each answer arrived (performance.now()), to tell the attack's phases apart */
+    ends: number[]
   }
   const partnerAgent = new http.Agent({ keepAlive: true, maxSockets: 2 })
   const call = (method: string, url: string, body?: string, key = PARTNER_KEY, agent: http.Agent = partnerAgent) =>
@@ -352,12 +354,13 @@ if (parts.has('5')) {
     })
   /** Two loops of user create, user read and, every fifth round, a telemetry event, until `done`. */
   const steadyPartner = async (done: Promise<unknown>): Promise<Partner> => {
-    const partner: Partner = { statuses: new Map(), latencies: [] }
+    const partner: Partner = { statuses: new Map(), latencies: [], ends: [] }
     let finished = false
     done.finally(() => (finished = true))
     const record = ({ status, ms }: { status: number; ms: number }) => {
       partner.statuses.set(status, (partner.statuses.get(status) ?? 0) + 1)
       partner.latencies.push(ms)
+      partner.ends.push(performance.now())
     }
     const loop = async (lane: number) => {
       for (let round = 0; !finished; round++) {
@@ -449,8 +452,10 @@ if (parts.has('5')) {
     )
     agent.destroy()
   }
+  let floodStart = Number.POSITIVE_INFINITY
   const attack = (async () => {
     await slowUploads(performance.now() + FAIR_SECONDS * 1000)
+    floodStart = performance.now()
     await flood(performance.now() + FAIR_SECONDS * 1000)
   })()
   const [attacked, live] = await Promise.all([steadyPartner(attack), pollLive(attack)])
@@ -470,6 +475,13 @@ if (parts.has('5')) {
     'fairness: partner p99 under attack / alone',
     `${percentile(attacked.latencies, 99).toFixed(1)} ms / ${percentile(alone.latencies, 99).toFixed(1)} ms = ${ratio.toFixed(2)}`,
     '<= 3',
+  )
+  const during = (flooding: boolean) =>
+    attacked.latencies.filter((_, i) => attacked.ends[i]! >= floodStart === flooding)
+  report(
+    'fairness: partner p99 during the slow uploads / during the flood',
+    `${percentile(during(false), 99).toFixed(1)} ms / ${percentile(during(true), 99).toFixed(1)} ms`,
+    '',
   )
   report(
     'fairness: /live during the attacks (p99 / worst)',

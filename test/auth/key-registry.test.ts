@@ -142,50 +142,53 @@ t.test('make key: a prefixed 32-byte secret and an entry that the service accept
   t.throws(() => makeKey({ ID: 'acme', SCOPES: 'everything' }), /unknown scope/)
 })
 
-t.test('make key as docs/partner-keys.md shows it: KEYS_FILE gets the entry appended, and starts the service', async (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'make-key-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const doc = readFileSync(path.join(projectRoot, 'docs/partner-keys.md'), 'utf8')
-  // The document's command, its variables taken as written.
-  const command = /make key ((?:[A-Z_]+=\S+\s*\\?\s*)+)/.exec(doc)?.[1]
-  t.ok(command, 'the document shows a make key command')
-  const vars = Object.fromEntries([...command!.matchAll(/([A-Z_]+)=(\S+)/g)].map((m) => [m[1]!, m[2]!]))
-  t.equal(vars.KEYS_FILE, 'partner-keys.json')
-  const run = (env: Record<string, string>) =>
-    execFileSync(
-      process.execPath,
-      [path.join(projectRoot, 'node_modules/tsx/dist/cli.mjs'), path.join(projectRoot, 'tools/make-key.ts')],
-      {
-        cwd: dir,
-        env: { PATH: process.env.PATH, ...env },
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
+t.test(
+  'make key as docs/partner-keys.md shows it: KEYS_FILE gets the entry appended, and starts the service',
+  async (t) => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'make-key-'))
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+    const doc = readFileSync(path.join(projectRoot, 'docs/partner-keys.md'), 'utf8')
+    // The document's command, its variables taken as written.
+    const command = /make key ((?:[A-Z_]+=\S+\s*\\?\s*)+)/.exec(doc)?.[1]
+    t.ok(command, 'the document shows a make key command')
+    const vars = Object.fromEntries([...command!.matchAll(/([A-Z_]+)=(\S+)/g)].map((m) => [m[1]!, m[2]!]))
+    t.equal(vars.KEYS_FILE, 'partner-keys.json')
+    const run = (env: Record<string, string>) =>
+      execFileSync(
+        process.execPath,
+        [path.join(projectRoot, 'node_modules/tsx/dist/cli.mjs'), path.join(projectRoot, 'tools/make-key.ts')],
+        {
+          cwd: dir,
+          env: { PATH: process.env.PATH, ...env },
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      )
+    const first = run(vars)
+    const second = run({ ...vars, ID: 'beta', EXPIRES_AT: '' })
+    const secrets = [first, second].map((out) => /^(ssk_\S+)$/m.exec(out)?.[1])
+    const text = readFileSync(path.join(dir, 'partner-keys.json'), 'utf8')
+    const entries = JSON.parse(text)
+    t.same(
+      entries.map((e: { id: string }) => e.id),
+      ['acme', 'beta'],
+      'appended, in order',
     )
-  const first = run(vars)
-  const second = run({ ...vars, ID: 'beta', EXPIRES_AT: '' })
-  const secrets = [first, second].map((out) => /^(ssk_\S+)$/m.exec(out)?.[1])
-  const text = readFileSync(path.join(dir, 'partner-keys.json'), 'utf8')
-  const entries = JSON.parse(text)
-  t.same(
-    entries.map((e: { id: string }) => e.id),
-    ['acme', 'beta'],
-    'appended, in order',
-  )
-  // The document's shown file, with the digest filled in, is what make key wrote for acme.
-  const shown = /`partner-keys.json` then holds[\s\S]*?```json\n([\s\S]*?)```/.exec(doc)?.[1]
-  t.same(
-    JSON.parse(shown!.replace('<64 hex>', entries[0].secret_sha256)),
-    [entries[0]],
-    'the document shows the file as written',
-  )
-  const config = loadConfig({ APP_ENV: 'prod', API_KEYS_FILE: path.join(dir, 'partner-keys.json') })
-  const registry = createApiKeyRegistry([], config.apiKeyEntries)
-  t.same(
-    secrets.map((s) => registry.identify(s!)?.id),
-    ['acme', 'beta'],
-    'both secrets identify their key',
-  )
-  t.throws(() => run({ ID: 'bad', SCOPES: 'everything', KEYS_FILE: 'partner-keys.json' }), 'a bad entry is refused')
-  t.equal(readFileSync(path.join(dir, 'partner-keys.json'), 'utf8'), text, 'and leaves the file as it was')
-})
+    // The document's shown file, with the digest filled in, is what make key wrote for acme.
+    const shown = /`partner-keys.json` then holds[\s\S]*?```json\n([\s\S]*?)```/.exec(doc)?.[1]
+    t.same(
+      JSON.parse(shown!.replace('<64 hex>', entries[0].secret_sha256)),
+      [entries[0]],
+      'the document shows the file as written',
+    )
+    const config = loadConfig({ APP_ENV: 'prod', API_KEYS_FILE: path.join(dir, 'partner-keys.json') })
+    const registry = createApiKeyRegistry([], config.apiKeyEntries)
+    t.same(
+      secrets.map((s) => registry.identify(s!)?.id),
+      ['acme', 'beta'],
+      'both secrets identify their key',
+    )
+    t.throws(() => run({ ID: 'bad', SCOPES: 'everything', KEYS_FILE: 'partner-keys.json' }), 'a bad entry is refused')
+    t.equal(readFileSync(path.join(dir, 'partner-keys.json'), 'utf8'), text, 'and leaves the file as it was')
+  },
+)

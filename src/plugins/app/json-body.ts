@@ -1,6 +1,9 @@
+import { Transform, pipeline, type Readable } from 'node:stream'
 import fp from 'fastify-plugin'
+import type { FastifyRequest, preParsingHookHandler } from 'fastify'
+import type { ErrorObject } from 'ajv'
 import { oversizeTopLevelArray } from '../../validation/array-prescan.js'
-import { oversizeFreeFormValue } from '../../validation/free-form-prescan.js'
+import { type FreeFormScan, freeFormScan } from '../../validation/free-form-prescan.js'
 import { INPUT_RULE_SCHEMA_PATH, unacceptableNumber, unacceptableString } from '../../validation/input-rules.js'
 
 // Arbitrarily deep documents do not survive recursive serializers (refused at parse time as a
@@ -125,6 +128,65 @@ export function isUtf8ContentType(contentType: string | undefined): boolean {
   return charset === undefined || charset === 'utf-8' || charset === 'utf8'
 }
 
+/** A 422 whose one item is `item` (a body check's failure before schema validation). */
+const refused = (item: Partial<ErrorObject>) =>
+  Object.assign(new Error('body validation failed'), { statusCode: 422, validation: [item], validationContext: 'body' })
+
+/** The body's text, decoded while it arrived, and whether its free-form values were measured then. */
+const DECODED = Symbol('decodedBody')
+type Decoded = { [DECODED]?: string }
+
+/**
+ * The body as it arrives, passed on unchanged, decoded (strict UTF-8) and fed to the free-form
+ * scan chunk by chunk: a value past its cap refuses the request (422) as soon as it shows, and
+ * the rest of the body is never read (the early answer closes the connection). The decoded text
+ * is kept for the parser, so nothing is decoded or scanned twice. Text that is not UTF-8 is left
+ * to the parser, which refuses it.
+ */
+function scanningBody(payload: Readable, scan: FreeFormScan, request: FastifyRequest): Readable {
+  const decoder = new TextDecoder('utf-8', { fatal: true })
+  const texts: string[] = []
+  let decoding = true
+  const scanned = new Transform({
+    transform(chunk: Buffer, _encoding, next) {
+      if (decoding) {
+        let text: string
+        try {
+          text = decoder.decode(chunk, { stream: true })
+        } catch {
+          decoding = false
+          texts.length = 0
+          return next(null, chunk)
+        }
+        texts.push(text)
+        const oversize = scan.feed(text)
+        if (oversize) return next(refused(oversize))
+      }
+      next(null, chunk)
+    },
+    flush(done) {
+      if (decoding) {
+        try {
+          texts.push(decoder.decode())
+          ;(request as Decoded)[DECODED] = texts.join('')
+        } catch {
+          // a sequence cut at the end: the parser refuses it
+        }
+      }
+      done()
+    },
+  })
+  // An aborted or failed upload fails the scanned stream too, and the body read ends with it.
+  return pipeline(payload, scanned, () => {})
+}
+
+const scanFreeFormValues: preParsingHookHandler = (request, _reply, payload, done) => {
+  const scan = freeFormScan(request.method, request.routeOptions.url ?? '')
+  if (!scan || !request.headers['content-type']?.toLowerCase().startsWith('application/json'))
+    return done(null, payload)
+  done(null, scanningBody(payload, scan, request))
+}
+
 const malformed = (why: string) =>
   Object.assign(new Error(`JSON body ${why}`), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' })
 
@@ -135,6 +197,13 @@ const malformed = (why: string) =>
 export default fp(
   async (fastify) => {
     const parseJson = fastify.getDefaultJsonParser('error', 'error')
+    // Operations with capped free-form values measure them as the body arrives.
+    fastify.decorateRequest(DECODED as unknown as string, undefined)
+    fastify.addHook('onRoute', (route) => {
+      const methods = [route.method].flat()
+      if (!methods.some((method) => freeFormScan(method, route.url) !== null)) return
+      route.preParsing = [...[route.preParsing ?? []].flat(), scanFreeFormValues]
+    })
     const utf8 = new TextDecoder('utf-8', { fatal: true })
     fastify.removeContentTypeParser('application/json')
     fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
@@ -147,26 +216,18 @@ export default fp(
       // An operation without a request body (DELETE) ignores an empty one that a client sent
       // with its usual Content-Type.
       if ((body as Buffer).length === 0 && !request.routeOptions.schema?.body) return done(null, undefined)
-      let text: string
-      try {
-        text = utf8.decode(body as Buffer)
-      } catch {
-        return done(malformed('is not valid UTF-8'), undefined)
+      let text = (request as Decoded)[DECODED]
+      if (text === undefined) {
+        try {
+          text = utf8.decode(body as Buffer)
+        } catch {
+          return done(malformed('is not valid UTF-8'), undefined)
+        }
       }
       const url = request.routeOptions.url ?? ''
-      // The free-form scan first: it stops at its cap, where the array count reads the whole text.
-      const oversize =
-        oversizeFreeFormValue(request.method, url, text) ?? oversizeTopLevelArray(request.method, url, text)
-      if (oversize) {
-        return done(
-          Object.assign(new Error('body validation failed'), {
-            statusCode: 422,
-            validation: [oversize],
-            validationContext: 'body',
-          }),
-          undefined,
-        )
-      }
+      // The free-form values were measured as the body arrived (scanFreeFormValues).
+      const oversize = oversizeTopLevelArray(request.method, url, text)
+      if (oversize) return done(refused(oversize), undefined)
       parseJson(request, text, (err: Error | null, value?: unknown) => {
         if (err) return done(err, undefined)
         const problem = unacceptableJsonText(text, value)
@@ -182,14 +243,7 @@ export default fp(
             message: found.problem,
             data: null,
           }
-          return done(
-            Object.assign(new Error('body validation failed'), {
-              statusCode: 422,
-              validation: [item],
-              validationContext: 'body',
-            }),
-            undefined,
-          )
+          return done(refused(item), undefined)
         }
         done(null, value)
       })
