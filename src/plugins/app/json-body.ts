@@ -1,4 +1,4 @@
-import { Transform, pipeline, type Readable } from 'node:stream'
+import { Transform, type Readable } from 'node:stream'
 import fp from 'fastify-plugin'
 import type { FastifyRequest, preParsingHookHandler } from 'fastify'
 import type { ErrorObject } from 'ajv'
@@ -128,9 +128,17 @@ export function isUtf8ContentType(contentType: string | undefined): boolean {
   return charset === undefined || charset === 'utf-8' || charset === 'utf8'
 }
 
-/** A 422 whose one item is `item` (a body check's failure before schema validation). */
-const refused = (item: Partial<ErrorObject>) =>
-  Object.assign(new Error('body validation failed'), { statusCode: 422, validation: [item], validationContext: 'body' })
+/**
+ * A 422 whose one item is `item` (a body check's failure before schema validation). Without a
+ * stack: it is an answer, never logged with one, and a flood of refusals should not pay for it.
+ */
+function refused(item: Partial<ErrorObject>) {
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  const error = new Error('body validation failed')
+  Error.stackTraceLimit = limit
+  return Object.assign(error, { statusCode: 422, validation: [item], validationContext: 'body' })
+}
 
 /** The body's text, decoded while it arrived, and whether its free-form values were measured then. */
 const DECODED = Symbol('decodedBody')
@@ -177,7 +185,9 @@ function scanningBody(payload: Readable, scan: FreeFormScan, request: FastifyReq
     },
   })
   // An aborted or failed upload fails the scanned stream too, and the body read ends with it.
-  return pipeline(payload, scanned, () => {})
+  // (Not stream.pipeline: it makes and aborts an AbortController for every body.)
+  payload.on('error', (err) => scanned.destroy(err))
+  return payload.pipe(scanned)
 }
 
 const scanFreeFormValues: preParsingHookHandler = (request, _reply, payload, done) => {
