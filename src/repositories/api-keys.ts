@@ -3,6 +3,8 @@
 // in the same transaction, so every replica hears of it when, and only when, it commits.
 import type { PendingQuery, Row } from 'postgres'
 import type { Db } from '../db/client.js'
+import type { TimeKeyPosition } from '../pagination/cursor.js'
+import { keysetPage } from '../pagination/keyset-page.js'
 import type { components } from '../../generated/api.js'
 
 export type ApiKeyView = components['schemas']['ApiKey']
@@ -42,11 +44,6 @@ export interface StoredSecretRow {
   rate_limit_window_ms: number | null
   max_concurrent_requests: number | null
   max_body_bytes_in_flight: string | null
-}
-
-export interface KeyPosition {
-  created_at: string
-  id: string
 }
 
 export function createApiKeyRepository(db: Db) {
@@ -133,17 +130,13 @@ export function createApiKeyRepository(db: Db) {
     get,
 
     /** Up to `limit` keys after `after` (exclusive) by (created_at, id), plus the position of the last one. */
-    async page(options: { after?: KeyPosition; limit: number }) {
+    async page(options: { after?: TimeKeyPosition; limit: number }) {
       const rows = await view(
         options.after
           ? db`where (k.created_at, k.id) > (${options.after.created_at}::text::timestamptz, ${options.after.id}) order by k.created_at, k.id limit ${options.limit + 1}`
           : db`order by k.created_at, k.id limit ${options.limit + 1}`,
       )
-      const items = rows.slice(0, options.limit)
-      const last = items[items.length - 1]
-      const next: KeyPosition | null =
-        rows.length > options.limit && last ? { created_at: last.position_ts, id: last.id } : null
-      return { items: items.map(withoutPosition), next }
+      return keysetPage(rows, options.limit, (row) => row.id)
     },
 
     /** Up to `limit` audit entries before `before` (exclusive), newest first; `keyId` keeps one key's. */

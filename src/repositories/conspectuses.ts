@@ -3,6 +3,7 @@ import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
 import type { ReviewMoves, Slot } from '../schedule/leitner.js'
 import { jsonb } from '../library-types.js'
+import { keysetPage } from '../pagination/keyset-page.js'
 import { type PagePosition, rethrowMissingParent } from './error-logs.js'
 
 export type Conspectus = components['schemas']['ConspectusResponse']
@@ -62,12 +63,7 @@ export function createConspectusRepository(db: Db) {
           ${options.after ? db`and (c.created_at, c.conspectus_uuid) > (${options.after.created_at}::text::timestamptz, ${options.after.id}::uuid)` : db``}
         order by c.created_at, c.conspectus_uuid
         limit ${options.limit + 1}`
-      const hasMore = rows.length > options.limit
-      const items = rows.slice(0, options.limit)
-      const last = items[items.length - 1]
-      const next: PagePosition | null =
-        hasMore && last ? { created_at: last.position_ts, id: last.conspectus_uuid } : null
-      return { items: items.map(({ position_ts: _omit, ...item }) => item), next }
+      return keysetPage(rows, options.limit, (row) => row.conspectus_uuid)
     },
 
     /**

@@ -3,6 +3,7 @@ import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
 import { jsonb } from '../library-types.js'
 import type { TimeKeyPosition as PagePosition } from '../pagination/cursor.js'
+import { keysetPage } from '../pagination/keyset-page.js'
 
 export type { PagePosition }
 export type ErrorLog = components['schemas']['ErrorLogResponse']
@@ -61,12 +62,7 @@ export function createErrorLogRepository(db: Db) {
           ${options.after ? db`and (e.created_at, e.error_log_uuid) < (${options.after.created_at}::text::timestamptz, ${options.after.id}::uuid)` : db``}
         order by e.created_at desc, e.error_log_uuid desc
         limit ${options.limit + 1}`
-      const hasMore = rows.length > options.limit
-      const items = rows.slice(0, options.limit)
-      const last = items[items.length - 1]
-      const next: PagePosition | null =
-        hasMore && last ? { created_at: last.position_ts, id: last.error_log_uuid } : null
-      return { items: items.map(({ position_ts: _omit, ...item }) => item), next }
+      return keysetPage(rows, options.limit, (row) => row.error_log_uuid)
     },
   }
 }

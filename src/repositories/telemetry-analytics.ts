@@ -152,63 +152,52 @@ async function eventsSource(db: Db, range: AnalyticsRange): Promise<string> {
   return `(${parts.join(' union all ')})`
 }
 
+/**
+ * A range's query over the events it reads, prepared: $1 and $2 the range's bounds in ms, `more`
+ * from $3 on. A plain array, not postgres.js's result list.
+ */
+async function queryRange<Row extends object>(
+  db: Db,
+  range: AnalyticsRange,
+  sqlOver: (events: string) => string,
+  more: number[] = [],
+): Promise<Row[]> {
+  const rows = await db.unsafe<Row[]>(sqlOver(await eventsSource(db, range)), [range.fromMs, range.toMs, ...more], {
+    prepare: true,
+  })
+  return [...rows]
+}
+
 export function createTelemetryAnalyticsRepository(db: Db) {
   return {
     /** The most frequent queries asked by at least minSessions sessions, most frequent first. */
-    async searches(range: AnalyticsRange, minSessions: number, limit: number): Promise<SearchRow[]> {
-      return [
-        ...(await db.unsafe<SearchRow[]>(
-          SEARCHES_SQL(await eventsSource(db, range)),
-          [range.fromMs, range.toMs, minSessions, limit],
-          {
-            prepare: true,
-          },
-        )),
-      ]
+    searches(range: AnalyticsRange, minSessions: number, limit: number): Promise<SearchRow[]> {
+      return queryRange(db, range, SEARCHES_SQL, [minSessions, limit])
     },
 
     /** The queries whose searches found nothing, with how many did. */
-    async noResults(range: AnalyticsRange, minSessions: number, limit: number): Promise<QueryCount[]> {
-      return [
-        ...(await db.unsafe<QueryCount[]>(
-          COUNTED_SQL(await eventsSource(db, range), 'no_result_count'),
-          [range.fromMs, range.toMs, minSessions, limit],
-          {
-            prepare: true,
-          },
-        )),
-      ]
+    noResults(range: AnalyticsRange, minSessions: number, limit: number): Promise<QueryCount[]> {
+      return queryRange(db, range, (events) => COUNTED_SQL(events, 'no_result_count'), [minSessions, limit])
     },
 
     /** The queries whose searches found results and got no click, with how many did. */
-    async noClicks(range: AnalyticsRange, minSessions: number, limit: number): Promise<QueryCount[]> {
-      return [
-        ...(await db.unsafe<QueryCount[]>(
-          COUNTED_SQL(await eventsSource(db, range), 'no_click_count'),
-          [range.fromMs, range.toMs, minSessions, limit],
-          {
-            prepare: true,
-          },
-        )),
-      ]
+    noClicks(range: AnalyticsRange, minSessions: number, limit: number): Promise<QueryCount[]> {
+      return queryRange(db, range, (events) => COUNTED_SQL(events, 'no_click_count'), [minSessions, limit])
     },
 
     /** Clicks of the range by the rank clicked: 1 to 10, 11 to 20, 21 and above. */
-    async clickPositions(range: AnalyticsRange): Promise<PositionBucket[]> {
-      return [
-        ...(await db.unsafe<PositionBucket[]>(
-          POSITIONS_SQL(await eventsSource(db, range)),
-          [range.fromMs, range.toMs],
-          { prepare: true },
-        )),
-      ]
+    clickPositions(range: AnalyticsRange): Promise<PositionBucket[]> {
+      return queryRange(db, range, POSITIONS_SQL)
     },
 
     /** One point per period (periodMs: a day or an hour) of the range, from its start. */
     async series(range: AnalyticsRange, periodMs: number): Promise<SeriesPoint[]> {
-      const rows = await db.unsafe<
-        { start_ms: string; total_queries: number; zero_result_queries: number; queries_with_click: number }[]
-      >(SERIES_SQL(await eventsSource(db, range)), [range.fromMs, range.toMs, periodMs], { prepare: true })
+      const rows = await queryRange<{
+        start_ms: string
+        total_queries: number
+        zero_result_queries: number
+        queries_with_click: number
+      }>(db, range, SERIES_SQL, [periodMs])
       return rows.map((r) => ({
         start: new Date(Number(r.start_ms)).toISOString(),
         total_queries: r.total_queries,

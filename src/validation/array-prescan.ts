@@ -5,6 +5,7 @@
 import type { ErrorObject } from 'ajv'
 import { operations, type OperationInfo } from '../../generated/operations.js'
 import { bodySchemaNode, resolve } from './schema-nodes.js'
+import { closingQuote } from './json-text.js'
 
 /** `METHOD /url` -> top-level property -> maxItems, for the bodies that declare any. */
 const capsByRoute = new Map<string, Map<string, number>>()
@@ -16,18 +17,6 @@ for (const op of Object.values(operations as Record<string, OperationInfo>)) {
     if (maxItems !== undefined) caps.set(name, maxItems)
   }
   if (caps.size > 0) capsByRoute.set(`${op.method} ${op.url}`, caps)
-}
-
-/** Index of the quote that closes the string opening at `start` (-1 if none). */
-function closingQuote(text: string, start: number): number {
-  let end = text.indexOf('"', start + 1)
-  while (end > 0) {
-    let slashes = 0
-    while (text.charCodeAt(end - 1 - slashes) === 0x5c) slashes++
-    if (slashes % 2 === 0) return end
-    end = text.indexOf('"', end + 1)
-  }
-  return -1
 }
 
 /** The maxItems failure of a top-level array with more items than its cap, or null. */

@@ -11,6 +11,7 @@ import type { ErrorObject } from 'ajv'
 import { operations, type OperationInfo } from '../../generated/operations.js'
 import { escapePointer } from './schema-nodes.js'
 import { sizeLimitsOf } from './json-size-limits.js'
+import { closingQuote } from './json-text.js'
 
 /** As the parse-time depth limit (src/plugins/app/json-body.ts). */
 const MAX_DEPTH = 64
@@ -22,8 +23,6 @@ interface RouteLimits {
   byPath: Map<string, number>
   /** Paths that lead to a limit (its proper prefixes), joined by "/": keys are decoded only there. */
   prefixes: Set<string>
-  /** A text no longer than this cannot pass any limit. */
-  smallest: number
 }
 
 const byRoute = new Map<string, RouteLimits>()
@@ -36,20 +35,7 @@ for (const op of Object.values(operations as Record<string, OperationInfo>)) {
   byRoute.set(`${op.method} ${op.url}`, {
     byPath: new Map(limits.map((l) => [l.path.join('/'), l.limit])),
     prefixes,
-    smallest: Math.min(...limits.map((l) => l.limit)),
   })
-}
-
-/** Index of the quote that closes the string opening at `start` (-1 if none). */
-function closingQuote(text: string, start: number): number {
-  let end = text.indexOf('"', start + 1)
-  while (end > 0) {
-    let slashes = 0
-    while (text.charCodeAt(end - 1 - slashes) === 0x5c) slashes++
-    if (slashes % 2 === 0) return end
-    end = text.indexOf('"', end + 1)
-  }
-  return -1
 }
 
 interface Frame {

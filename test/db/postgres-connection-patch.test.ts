@@ -1,10 +1,13 @@
-// patches/postgres+3.4.9.patch, src/connection.js: a lost connection must settle its queries
-// (never throw from a timer, never leave a caller waiting), and a multi-host connection must
-// try each host once and then fail, not cycle through them forever. Both builds (ESM src/ and
-// CJS cjs/src/) are checked. Unpatched, the first test ends the process on an uncaught
-// `TypeError: Cannot read properties of null (reading 'write')` and the second never settles.
+// patches/postgres+3.4.9.patch, src/connection.js and src/index.js: a lost connection must
+// settle its queries (never throw from a timer, never leave a caller waiting, never go back to
+// the pool), a multi-host connection must try each host once per attempt and then fail, not
+// cycle through them forever, and read-write must never land on a hot standby. Both builds
+// (ESM src/ and CJS cjs/src/) are checked. patches/README.md says which case fails without
+// which change; unpatched, the first ends the process on an uncaught
+// `TypeError: Cannot read properties of null (reading 'write')`.
 import t from 'tap'
 import { createRequire } from 'node:module'
+import { connect, createServer } from 'node:net'
 import path from 'node:path'
 import { projectRoot } from '../../src/paths.js'
 import { ADMIN_URL } from '../helpers/database.js'
@@ -72,6 +75,29 @@ for (const build of ['src', 'cjs/src']) {
     t.equal(await outcome(sql`select 1`, 5000), 'rejected ECONNREFUSED', 'and again on the next query')
   })
 
+  t.test(`${build}: after every host failed, the next query tries every host again`, async (t) => {
+    const postgres = await load()
+    const url = new URL(ADMIN_URL)
+    const [down, later] = [await freePort(), await freePort()]
+    const sql = postgres(
+      `postgres://${url.username}${url.password ? `:${url.password}` : ''}@127.0.0.1:${down},127.0.0.1:${later}${url.pathname}`,
+      { max: 1, connect_timeout: 2 },
+    )
+    t.teardown(() => sql.end({ timeout: 1 }))
+    t.equal(await outcome(sql`select 1`, 5000), 'rejected ECONNREFUSED')
+    // The second host comes up (a proxy to the shared server); the first stays down.
+    const proxy = createServer((client) => {
+      const server = connect(Number(url.port || 5432), url.hostname)
+      client.on('error', () => server.destroy())
+      server.on('error', () => client.destroy())
+      client.pipe(server).pipe(client)
+    })
+    await new Promise<void>((resolve) => proxy.listen(later, '127.0.0.1', resolve))
+    t.teardown(() => new Promise((resolve) => proxy.close(resolve)))
+    t.same(await sql`select 1 as one`, [{ one: 1 }])
+    await sql.end({ timeout: 1 })
+  })
+
   t.test(`${build}: with several hosts, an unreachable one is skipped`, async (t) => {
     const postgres = await load()
     const url = new URL(ADMIN_URL)
@@ -90,9 +116,10 @@ for (const build of ['src', 'cjs/src']) {
       build === 'cjs/src'
         ? require(path.join(projectRoot, 'node_modules/postgres/cjs/src/index.js'))
         : (await import(path.join(projectRoot, 'node_modules/postgres/src/index.js'))).default
+    // `standby` (unpatched too) shows that the first host is the standby and answers.
     for (const [attrs, recovering] of [
       ['read-write', false],
-      ['read-only', true],
+      ['standby', true],
     ] as const) {
       // A fresh pool each time, so every connection starts from the standby, the first host.
       for (let i = 0; i < 3; i++) {

@@ -13,7 +13,7 @@ import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
 import postgres from 'postgres'
-import { asPostgres, postgresOwnedDir } from '../helpers/private-replication.js'
+import { asPostgres, postgresOwnedDir, startNode } from '../helpers/private-replication.js'
 import { freePort, startServer, type ServerProcess } from '../helpers/server-process.js'
 
 const run = promisify(execFile)
@@ -51,16 +51,7 @@ const pgbackrest = (...args: string[]) =>
   run('runuser', ['-u', 'postgres', '--', 'pgbackrest', `--config=${config}`, `--stanza=${STANZA}`, ...args])
 
 function startCluster(folder: string, clusterPort: number, settings: string[]) {
-  asPostgres('pg_ctl', [
-    '-D',
-    folder,
-    '-o',
-    [`-p ${clusterPort}`, `-k ${dir}`, '-c listen_addresses=127.0.0.1', ...settings.map((s) => `-c ${s}`)].join(' '),
-    '-l',
-    path.join(dir, `log-${clusterPort}`),
-    '-w',
-    'start',
-  ])
+  startNode(dir, folder, clusterPort, settings)
   t.teardown(() => {
     try {
       asPostgres('pg_ctl', ['-D', folder, '-m', 'immediate', '-w', 'stop'])

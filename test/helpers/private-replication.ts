@@ -32,7 +32,8 @@ export interface Node {
   postmasterPid(): number
 }
 
-function startNode(dir: string, data: string, port: number, settings: string[]) {
+/** Starts the cluster in `data` on `port`, its socket and log in `dir`, with `settings` (name=value). */
+export function startNode(dir: string, data: string, port: number, settings: string[]) {
   asPostgres('pg_ctl', [
     '-D',
     data,

@@ -4,12 +4,11 @@
 // holds at most its own share (test/platform/client-fairness.test.ts), so the budget is filled
 // here by several keys.
 import t from 'tap'
-import { connect, type Socket } from 'node:net'
 import { randomUUID } from 'node:crypto'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp } from '../../src/app.js'
 import { ConfigError, loadConfig } from '../../src/config.js'
 import { createTestDatabase } from '../helpers/database.js'
+import { postNewUser, settled, stallRequest } from '../helpers/stalled-request.js'
 
 const BODY_LIMIT = 4096
 const BUDGET = 2 * BODY_LIMIT
@@ -35,24 +34,8 @@ const KEY3 = 'X-API-Key: budget-key-3\r\n'
 const head = (declared: string, key = KEY) =>
   `POST /api/v1/user HTTP/1.1\r\nHost: x\r\n${key}Content-Type: application/json\r\nIdempotency-Key: ${randomUUID()}\r\n${declared}\r\n`
 
-interface Stalled {
-  socket: Socket
-  /** Resolves with the status line's code once the server answers, or 0 when it closes without one. */
-  answered: Promise<number>
-}
-
 /** Sends a head and part of a body, then nothing more. */
-function stall(declared: string, part: string, key = KEY): Stalled {
-  const socket = connect(port, '127.0.0.1')
-  let text = ''
-  socket.on('data', (c) => (text += c))
-  socket.on('error', () => {})
-  socket.write(head(declared, key) + part)
-  const answered = new Promise<number>((resolve) =>
-    socket.on('close', () => resolve(Number(text.split(' ')[1] ?? 0) || 0)),
-  )
-  return { socket, answered }
-}
+const stall = (declared: string, part: string, key = KEY) => stallRequest(port, head(declared, key) + part)
 
 const inFlight = async () => {
   const text = (await app.inject({ method: 'GET', url: '/metrics' })).body
@@ -60,26 +43,9 @@ const inFlight = async () => {
 }
 
 /** The gauge once the server has seen what was sent (reservations happen on the server's time). */
-async function inFlightSettled(expected: number) {
-  let seen = await inFlight()
-  for (let i = 0; i < 100 && seen !== expected; i++) {
-    await sleep(20)
-    seen = await inFlight()
-  }
-  return seen
-}
+const inFlightSettled = (expected: number) => settled(inFlight, expected)
 
-const newUser = () =>
-  fetch(`http://127.0.0.1:${port}/api/v1/user`, {
-    method: 'POST',
-    headers: { 'x-api-key': 'budget-key', 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-    body: JSON.stringify({
-      system_user_id: `b-${randomUUID().slice(0, 8)}`,
-      system_uuid: randomUUID(),
-      full_name: 'Budget',
-      timezone: 'UTC',
-    }),
-  })
+const newUser = () => postNewUser(`http://127.0.0.1:${port}`, 'budget-key')
 
 t.test(
   'stalled bodies hold the budget; a body past it is refused 503 unread; bodiless routes still answer',
@@ -119,7 +85,7 @@ t.test(
 t.test('a stalled body that times out (408) gives its bytes back', async (t) => {
   const stalled = stall(`Content-Length: ${BODY_LIMIT}\r\n`, '{"a":')
   t.equal(await inFlightSettled(BODY_LIMIT), BODY_LIMIT)
-  t.equal(await stalled.answered, 408)
+  t.equal((await stalled.answered).status, 408)
   t.equal(await inFlightSettled(0), 0)
 })
 
@@ -135,7 +101,7 @@ t.test('a chunked body reserves the whole body limit', async (t) => {
   const second = stall('Transfer-Encoding: chunked\r\n', '5\r\n{"a":\r\n', KEY2)
   t.equal(await inFlightSettled(BUDGET), BUDGET)
   const third = stall('Content-Length: 10\r\n', '{"a":', KEY3)
-  t.equal(await third.answered, 503, 'even a short body does not fit in a full budget')
+  t.equal((await third.answered).status, 503, 'even a short body does not fit in a full budget')
   first.socket.destroy()
   second.socket.destroy()
   t.equal(await inFlightSettled(0), 0)
@@ -143,7 +109,7 @@ t.test('a chunked body reserves the whole body limit', async (t) => {
 
 t.test('a caller without a key reserves nothing: refused 401 before its body', async (t) => {
   const anonymous = [1, 2, 3].map(() => stall(`Content-Length: ${BODY_LIMIT}\r\n`, '{"a":', ''))
-  t.same(await Promise.all(anonymous.map((s) => s.answered)), [401, 401, 401])
+  t.same(await Promise.all(anonymous.map(async (s) => (await s.answered).status)), [401, 401, 401])
   t.equal(await inFlight(), 0)
   t.equal((await newUser()).status, 201)
 })

@@ -3,14 +3,13 @@
 // than the minimum upload rate is cut (408), best-effort traffic sheds before partners' reads
 // and writes while probes never shed, and a free-form value past its cap is refused on the text.
 import t from 'tap'
-import { connect, type Socket } from 'node:net'
 import { randomUUID } from 'node:crypto'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp } from '../../src/app.js'
 import { ConfigError, loadConfig } from '../../src/config.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { fileEntry, writeKeyFile, writeRawKeyFile } from '../helpers/keys.js'
 import { makeKey } from '../../tools/make-key.js'
+import { postNewUser, settled, stallRequest } from '../helpers/stalled-request.js'
 
 const BODY_LIMIT = 4096
 const db = await createTestDatabase(t)
@@ -37,57 +36,22 @@ t.teardown(() => app.close())
 const { port } = app.server.address() as { port: number }
 const base = `http://127.0.0.1:${port}`
 
-interface Stalled {
-  socket: Socket
-  /** The status of the server's answer once the socket closes (0 without one), and its body. */
-  answered: Promise<{ status: number; body: string }>
-}
-
 /** Sends a request head and part of its body, then nothing more. */
-function stall(secret: string, part = '{"a":', declared = BODY_LIMIT, path = '/api/v1/user', to = port): Stalled {
-  const socket = connect(to, '127.0.0.1')
-  let text = ''
-  socket.on('data', (c) => (text += c))
-  socket.on('error', () => {})
-  socket.write(
+const stall = (secret: string, part = '{"a":', declared = BODY_LIMIT, path = '/api/v1/user', to = port) =>
+  stallRequest(
+    to,
     `POST ${path} HTTP/1.1\r\nHost: x\r\nX-API-Key: ${secret}\r\nContent-Type: application/json\r\n` +
       `Idempotency-Key: ${randomUUID()}\r\nContent-Length: ${declared}\r\n\r\n${part}`,
   )
-  const answered = new Promise<{ status: number; body: string }>((resolve) =>
-    socket.on('close', () =>
-      resolve({ status: Number(text.split(' ')[1] ?? 0) || 0, body: text.slice(text.indexOf('\r\n\r\n') + 4) }),
-    ),
-  )
-  return { socket, answered }
-}
 
 const metrics = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body
 const metric = async (pattern: RegExp) => Number(pattern.exec(await metrics())?.[1] ?? 0)
-/** Waits until `read` gives `expected` (the server acts on its own time); returns the last value. */
-async function settled<T>(read: () => Promise<T>, expected: T): Promise<T> {
-  let seen = await read()
-  for (let i = 0; i < 200 && seen !== expected; i++) {
-    await sleep(20)
-    seen = await read()
-  }
-  return seen
-}
 const holding = () => metric(/^http_clients_holding (\d+)$/m)
 const bytesInFlight = () => metric(/^http_request_body_bytes_in_flight (\d+)$/m)
 const refusals = (reason: string, key: string) =>
   metric(new RegExp(`^http_client_refusals_total\\{reason="${reason}",key_id="${key}"\\} (\\d+)$`, 'm'))
 
-const newUser = (secret: string, headers: Record<string, string> = {}) =>
-  fetch(`${base}/api/v1/user`, {
-    method: 'POST',
-    headers: { 'x-api-key': secret, 'content-type': 'application/json', 'idempotency-key': randomUUID(), ...headers },
-    body: JSON.stringify({
-      system_user_id: `f-${randomUUID().slice(0, 8)}`,
-      system_uuid: randomUUID(),
-      full_name: 'Fair',
-      timezone: 'UTC',
-    }),
-  })
+const newUser = (secret: string, headers: Record<string, string> = {}) => postNewUser(base, secret, headers)
 const readUser = (secret: string) =>
   fetch(`${base}/api/v1/user/${randomUUID()}/nobody`, { headers: { 'x-api-key': secret } })
 

@@ -1,14 +1,10 @@
 // Erasure of one visitor's raw events: only that session's, in every partition (DEFAULT too),
 // idempotent, logged with the key id, behind its own scope, index-backed; the KPI counts stay.
 import t from 'tap'
-import { Writable } from 'node:stream'
-import pino from 'pino'
-import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
-import { API_KEY, buildTestApp, NO_LOAD_SHEDDING } from '../helpers/app.js'
-import { createTestDatabase } from '../helpers/database.js'
+import { API_KEY, buildTestApp } from '../helpers/app.js'
 import { manualClock } from '../helpers/fixtures.js'
 import { writeKeyFile } from '../helpers/keys.js'
+import { buildAppWithLogLines } from '../helpers/logged-app.js'
 
 const START = '2026-11-22T12:00:00.000Z'
 const NOW = Date.parse(START)
@@ -122,20 +118,7 @@ t.test('each partition answers the erasure from its session index', async (t) =>
 })
 
 t.test('the erasure is logged with the key id, not the session id', async (t) => {
-  const lines: Record<string, unknown>[] = []
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line))
-      done()
-    },
-  })
-  const db = await createTestDatabase(t)
-  const app = await buildApp({
-    config: loadConfig({ API_KEYS: 'plain-key', LOG_LEVEL: 'info', ...NO_LOAD_SHEDDING }),
-    sql: db.sql,
-    logger: pino({ level: 'info' }, stream),
-  })
-  t.teardown(() => app.close())
+  const { app, lines } = await buildAppWithLogLines(t, 'plain-key')
   const res = await app.inject({
     method: 'DELETE',
     url: '/api/v1/telemetry/docs-search/sessions/private-visitor',

@@ -3,14 +3,10 @@
 // PostgreSQL. Hostile input to each new route answers a declared 4xx.
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
-import { Writable } from 'node:stream'
-import pino from 'pino'
-import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
-import { API_KEY, buildTestApp, NO_LOAD_SHEDDING, newKey } from '../helpers/app.js'
-import { createTestDatabase } from '../helpers/database.js'
+import { API_KEY, buildTestApp, newKey } from '../helpers/app.js'
 import { createConspectus, createOwner, type Owner, ownerQuery } from '../helpers/fixtures.js'
 import { writeKeyFile } from '../helpers/keys.js'
+import { buildAppWithLogLines } from '../helpers/logged-app.js'
 
 const SYSTEM_A = randomUUID()
 const SYSTEM_B = randomUUID()
@@ -292,20 +288,7 @@ t.test('hostile input answers a declared 4xx', async (t) => {
 })
 
 t.test('the erasure is logged with the key id and counts, nothing about the learner', async (t) => {
-  const lines: Record<string, unknown>[] = []
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line))
-      done()
-    },
-  })
-  const db = await createTestDatabase(t)
-  const app = await buildApp({
-    config: loadConfig({ API_KEYS: 'plain-key', LOG_LEVEL: 'info', ...NO_LOAD_SHEDDING }),
-    sql: db.sql,
-    logger: pino({ level: 'info' }, stream),
-  })
-  t.teardown(() => app.close())
+  const { app, lines } = await buildAppWithLogLines(t, 'plain-key')
   const system = randomUUID()
   const headers = { 'x-api-key': 'plain-key', 'content-type': 'application/json', 'idempotency-key': 'k1' }
   const made = await app.inject({

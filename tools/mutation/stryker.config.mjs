@@ -45,7 +45,7 @@ const modules = {
     tests: ['users/user-repository', 'users/create-user', 'users/update-user', 'idempotency/hashed-properties'],
   },
   conspectuses: {
-    mutate: ['src/repositories/conspectuses.ts'],
+    mutate: ['src/repositories/conspectuses.ts', 'src/pagination/keyset-page.ts'],
     tests: ['conspectuses/conspectuses', 'conspectuses/error-log', 'schedule/leitner'],
   },
 }

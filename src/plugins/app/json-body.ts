@@ -4,6 +4,7 @@ import type { FastifyRequest, preParsingHookHandler } from 'fastify'
 import type { ErrorObject } from 'ajv'
 import { oversizeTopLevelArray } from '../../validation/array-prescan.js'
 import { type FreeFormScan, freeFormScan } from '../../validation/free-form-prescan.js'
+import { closingQuote } from '../../validation/json-text.js'
 import { INPUT_RULE_SCHEMA_PATH, unacceptableNumber, unacceptableString } from '../../validation/input-rules.js'
 
 // Arbitrarily deep documents do not survive recursive serializers (refused at parse time as a
@@ -93,15 +94,7 @@ export function nestedDeeperThan(text: string, limit: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
     if (c === 0x22) {
-      // Jump to the closing quote: one not preceded by an odd run of backslashes.
-      let end = text.indexOf('"', i + 1)
-      while (end > 0) {
-        let slashes = 0
-        while (text.charCodeAt(end - 1 - slashes) === 0x5c) slashes++
-        if (slashes % 2 === 0) break
-        end = text.indexOf('"', end + 1)
-      }
-      i = end
+      i = closingQuote(text, i)
     } else if (c === 0x7b || c === 0x5b) {
       if (++depth > limit) return true
     } else if (c === 0x7d || c === 0x5d) depth--
