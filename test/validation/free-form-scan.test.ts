@@ -76,4 +76,12 @@ t.test('a value past its cap is refused before the rest of the body is sent', as
   t.match(answer, /connection: close/i, 'and the connection closed')
   t.match(answer, /"code":"TELEMETRY_019"/)
   t.match(answer, /"loc":\["body","events",0,"payload"\]/)
+
+  const latin1 = await app.inject({
+    method: 'POST',
+    url: BATCH,
+    headers: { 'x-api-key': 'scan-key', 'content-type': 'application/json; charset=latin1' },
+    payload: batch(event(keys(90_000))),
+  })
+  t.equal(latin1.statusCode, 415, 'another charset is still 415 first (check 12 before 13)')
 })

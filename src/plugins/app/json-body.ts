@@ -185,7 +185,9 @@ function scanningBody(payload: Readable, scan: FreeFormScan, request: FastifyReq
 
 const scanFreeFormValues: preParsingHookHandler = (request, _reply, payload, done) => {
   const scan = freeFormScan(request.method, request.routeOptions.url ?? '')
-  if (!scan || !request.headers['content-type']?.toLowerCase().startsWith('application/json'))
+  // A body the parser will refuse unread (another media type or charset: 415) is not scanned.
+  const type = request.headers['content-type']
+  if (!scan || !type?.toLowerCase().startsWith('application/json') || !isUtf8ContentType(type))
     return done(null, payload)
   done(null, scanningBody(payload, scan, request))
 }
