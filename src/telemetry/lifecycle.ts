@@ -165,6 +165,12 @@ export class TelemetryLifecycle {
     const { queries, buckets } = await repo.deleteUnreachableRollups(horizon)
     this.figures.rollupRowsDropped += queries + buckets
     this.figures.oldestEventMs = await repo.oldestEventMs()
+    // The analytics rollup's hours of the days retention dropped: before its cutoff's day and
+    // before the oldest event kept (a day whose drop gave way to ingest keeps its rows).
+    const dropped = Math.floor(cutoff / DAY_MS) * DAY_MS
+    this.figures.rollupRowsDropped += await repo.deleteAnalyticsBefore(
+      Math.min(dropped, this.figures.oldestEventMs ?? dropped),
+    )
     this.figures.lastRunMs = Date.now()
   }
 

@@ -17,6 +17,7 @@ import {
   normaliseQuery,
   type AnalyticsRange,
 } from '../../src/repositories/telemetry-analytics.js'
+import { refreshAnalyticsRollup } from '../../src/repositories/telemetry-analytics-rollup.js'
 import { createTestDatabase } from '../helpers/database.js'
 
 const DAY = 86_400_000
@@ -33,7 +34,8 @@ async function empty() {
   for (const name of await archiveNames(sql)) await sql.unsafe(`drop table "${name}"`)
   for (const p of await lifecycle.partitions())
     if (p.name !== 'docs_search_events_default') await sql.unsafe(`drop table "${p.name}"`)
-  await sql`truncate docs_search_events, docs_search_queries`
+  await sql`truncate docs_search_events, docs_search_queries, docs_search_analytics_dirty, docs_search_analytics_hours,
+    docs_search_analytics_spanning_searches, docs_search_analytics_spanning_clicks, docs_search_analytics_ranks`
 }
 
 /** Moves one day's events into its own partition and archives it, as retention does past the KPI horizon. */
@@ -154,13 +156,22 @@ t.test('every analytics answer equals the brute-force definitions over the raw e
       fc.array(event, { minLength: 0, maxLength: 120 }),
       fc.integer({ min: 0, max: 2 }),
       fc.integer({ min: 1, max: 3 }),
-      fc.integer({ min: 1, max: 2 }),
+      fc.integer({ min: 1, max: 3 }),
       fc.integer({ min: 1, max: 8 }),
       fc.option(fc.integer({ min: 0, max: 2 })),
-      async (events, firstDay, days, minSessions, limit, archived) => {
+      fc.nat(),
+      fc.boolean(),
+      async (events, firstDay, days, minSessions, limit, archived, split, refreshBetween) => {
         await empty()
-        if (events.length > 0) await telemetry.append(events)
-        if (archived !== null) await archiveDay(START + archived * DAY)
+        // Two batches, the rollup refreshed after the first or not, then after the second; the
+        // day archived before or after that last refresh.
+        const cut = events.length === 0 ? 0 : split % (events.length + 1)
+        if (cut > 0) await telemetry.append(events.slice(0, cut))
+        if (refreshBetween) await refreshAnalyticsRollup(sql)
+        if (cut < events.length) await telemetry.append(events.slice(cut))
+        if (archived !== null && refreshBetween) await archiveDay(START + archived * DAY)
+        await refreshAnalyticsRollup(sql)
+        if (archived !== null && !refreshBetween) await archiveDay(START + archived * DAY)
         const range = { fromMs: START + firstDay * DAY, toMs: START + (firstDay + days) * DAY }
         const want = reference(events, range, minSessions, limit)
         assert.deepEqual(round(await analytics.searches(range, minSessions, limit)), round(want.searches), 'searches')
@@ -188,9 +199,9 @@ t.test('every analytics answer equals the brute-force definitions over the raw e
         }
       },
     ),
-    { numRuns: 60 },
+    { numRuns: 80 },
   )
-  t.pass('60 random fixtures agree')
+  t.pass('80 random fixtures agree')
 })
 
 t.test('a query asked by one session is counted but never listed', async (t) => {
@@ -203,6 +214,7 @@ t.test('a query asked by one session is counted but never listed', async (t) => 
     { event: 'search_query', emitted_at_ms: at, session_id: '', query_text: ' install', results_count: 0 },
   ])
   const range = { fromMs: START, toMs: START + DAY }
+  await refreshAnalyticsRollup(sql)
   t.same(await analytics.noResults(range, 2, 10), [{ query: 'install', count: 2 }])
   const [day] = await analytics.series(range, DAY)
   t.equal(day!.zero_result_queries, 4, 'the totals still count it')
