@@ -7,6 +7,7 @@ import type { ReservedSql, Sql } from '../db/client.js'
 import { eventsSource, NORMALISED_QUERY_SQL } from './telemetry-analytics.js'
 
 const HOUR_MS = 3_600_000
+const DAY_MS = 86_400_000
 const SEARCH_OR_CLICK = `event in ('search_query', 'search_result_click')`
 
 // $1: the hours logged. The query ids of their events whose other events may lie in another hour
@@ -122,12 +123,26 @@ const RECOMPUTE_SQL = (EVENTS: string) => `
   from clicks where result_rank > 0
   group by 1, 2`
 
+// $1: the days whose hours changed, summed again.
+const DAYS_SQL = `
+  insert into docs_search_analytics_days
+    (day_ms, query, searches, no_results, with_click, no_click, unnamed, min_session, max_session, ranked_clicks, rank_sum)
+  select d.day_ms, h.query, sum(searches), sum(no_results), sum(with_click), sum(no_click), sum(unnamed),
+         min(min_session), max(max_session), sum(ranked_clicks), sum(rank_sum)
+  from unnest($1::bigint[]) d(day_ms)
+  join docs_search_analytics_hours h on h.hour_ms >= d.day_ms and h.hour_ms < d.day_ms + ${86_400_000}
+  group by 1, 2`
+
 const ROLLUP_TABLES = [
   'docs_search_analytics_hours',
   'docs_search_analytics_spanning_searches',
   'docs_search_analytics_spanning_clicks',
   'docs_search_analytics_ranks',
 ] as const
+
+/** Logged hours taken by one refresh: after an upgrade every stored hour is logged, and one
+ * transaction over all of them would hold its locks and snapshot for minutes. */
+export const HOURS_PER_REFRESH = 24
 
 export interface RefreshFigures {
   /** hours logged by ingest or erasure since the last refresh */
@@ -137,7 +152,7 @@ export interface RefreshFigures {
 }
 
 /**
- * One refresh, in one transaction (on a pool, or on a reserved connection that holds the refresh
+ * One refresh of at most HOURS_PER_REFRESH logged hours (the earliest), in one transaction (on a pool, or on a reserved connection that holds the refresh
  * lock): takes the log's rows (a batch that has not committed keeps its rows for the next
  * refresh; one that has is seen by the statements after), then recomputes their hours and the
  * hours linked to them by a query id.
@@ -158,7 +173,9 @@ export async function refreshAnalyticsRollup(sql: Sql | ReservedSql): Promise<Re
 
 async function refreshIn(tx: Pick<Sql, 'unsafe'>): Promise<RefreshFigures> {
   const logged = await tx.unsafe<{ hour_ms: string; query_id: string }[]>(
-    'delete from docs_search_analytics_dirty returning hour_ms, query_id',
+    `delete from docs_search_analytics_dirty
+     where hour_ms in (select distinct hour_ms from docs_search_analytics_dirty order by hour_ms limit ${HOURS_PER_REFRESH})
+     returning hour_ms, query_id`,
   )
   if (logged.length === 0) return { logged: 0, recomputed: 0 }
   const loggedHours = [...new Set(logged.map((r) => Number(r.hour_ms)))]
@@ -170,17 +187,23 @@ async function refreshIn(tx: Pick<Sql, 'unsafe'>): Promise<RefreshFigures> {
   const hours = [...new Set([...loggedHours, ...linked.map((r) => Number(r.hour_ms))])].sort((a, b) => a - b)
   for (const table of ROLLUP_TABLES) await tx.unsafe(`delete from ${table} where hour_ms = any($1::bigint[])`, [hours])
   await tx.unsafe(RECOMPUTE_SQL(await eventsSource(tx, overlapping(hours))), [hours])
+  const days = [...new Set(hours.map((hour) => Math.floor(hour / DAY_MS) * DAY_MS))]
+  await tx.unsafe(`delete from docs_search_analytics_days where day_ms = any($1::bigint[])`, [days])
+  await tx.unsafe(DAYS_SQL, [days])
   return { logged: loggedHours.length, recomputed: hours.length }
 }
 
-/** Deletes the rollup rows before `beforeMs` (retention: no event is kept before it). */
-export async function deleteAnalyticsRollupBefore(sql: Sql, beforeMs: number): Promise<number> {
+/** Deletes the rollup rows of the hours (and whole days) before the one of `beforeMs` (retention: no event is kept before it). */
+export async function deleteAnalyticsRollupBefore(sql: Pick<Sql, 'unsafe'>, beforeMs: number): Promise<number> {
+  beforeMs = Math.floor(beforeMs / HOUR_MS) * HOUR_MS
   let deleted = 0
   for (const table of ROLLUP_TABLES)
     deleted += (await sql.unsafe(`delete from ${table} where hour_ms < $1::bigint`, [beforeMs])).count
-  return deleted
+  const days = await sql.unsafe(`delete from docs_search_analytics_days where day_ms + ${DAY_MS} <= $1::bigint`, [
+    beforeMs,
+  ])
+  return deleted + days.count
 }
 
 /** Whether an archived day (its start, epoch ms) holds one of the hours. */
-const overlapping = (hours: number[]) => (dayMs: number) =>
-  hours.some((hour) => hour >= dayMs && hour < dayMs + 86_400_000)
+const overlapping = (hours: number[]) => (dayMs: number) => hours.some((hour) => hour >= dayMs && hour < dayMs + DAY_MS)

@@ -103,8 +103,8 @@ const COUNTED_SQL = (EVENTS: string, column: string) => `
   order by ${column} desc, query
   limit $4::int`
 
-// The rollup (migration 0016, refreshed by src/telemetry/analytics-rollup.ts) over the hours of
-// [$1, $2). Per query: the per-hour rows, plus what the query ids spanning days add once paired
+// The rollup (migration 0016, refreshed by src/telemetry/analytics-rollup.ts) over the days or
+// hours of [$1, $2). Per query: the per-hour rows, plus what the query ids spanning days add once paired
 // within the range (a search has a click when its id has one anywhere in the range).
 const ROLLUP_RANGE = `hour_ms >= $1::bigint and hour_ms < $2::bigint`
 const SPANNING_CTE = `
@@ -127,7 +127,7 @@ const ROLLUP_PER_QUERY_CTE = `
     select query, sum(searches) as count, sum(no_results) as no_result_count, sum(with_click) as with_click,
            sum(no_click) as no_click, sum(unnamed) as unnamed, min(min_session) as min_session,
            max(max_session) as max_session, sum(ranked_clicks) as ranked_clicks, sum(rank_sum) as rank_sum
-    from docs_search_analytics_hours where ${ROLLUP_RANGE}
+    from docs_search_analytics_days where day_ms >= $1::bigint and day_ms < $2::bigint
     group by query
   ),
   spanning as (
@@ -189,7 +189,12 @@ const SERIES_SQL = `
   counted as (
     select (hour_ms - $1::bigint) / $3::bigint * $3::bigint + $1::bigint as start_ms,
            sum(searches) as total, sum(no_results) as zero, sum(with_click) as clicked
-    from docs_search_analytics_hours where ${ROLLUP_RANGE}
+    from docs_search_analytics_hours where ${ROLLUP_RANGE} and $3::bigint < ${DAY_MS}
+    group by 1
+    union all
+    select (day_ms - $1::bigint) / $3::bigint * $3::bigint + $1::bigint as start_ms,
+           sum(searches) as total, sum(no_results) as zero, sum(with_click) as clicked
+    from docs_search_analytics_days where day_ms >= $1::bigint and day_ms < $2::bigint and $3::bigint >= ${DAY_MS}
     group by 1
     union all
     select (hour_ms - $1::bigint) / $3::bigint * $3::bigint + $1::bigint, 0, 0, sum(searches)

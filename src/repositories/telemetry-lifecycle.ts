@@ -4,10 +4,8 @@
 // and waiting in the lock queue would hold every insert behind it. The caller retries.
 // `sql` is one reserved connection (src/telemetry/lifecycle.ts holds the replicas' advisory lock on it).
 import type { Sql } from '../db/client.js'
-import { deleteAnalyticsRollupBefore } from './telemetry-analytics-rollup.js'
 
 export const DAY_MS = 86_400_000
-const HOUR_MS = 3_600_000
 const PARENT = 'docs_search_events'
 export const DEFAULT_PARTITION = 'docs_search_events_default'
 
@@ -286,11 +284,6 @@ export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200
       const hours = await sql`delete from docs_search_kpi_buckets where hour_ms <= ${horizonMs}`
       const minutes = await sql`delete from docs_search_kpi_minutes where minute_ms <= ${horizonMs}`
       return { queries, buckets: hours.count + minutes.count }
-    },
-
-    /** Deletes the analytics rollup's rows of the hours before the one of `beforeMs` (retention). */
-    async deleteAnalyticsBefore(beforeMs: number): Promise<number> {
-      return deleteAnalyticsRollupBefore(sql, Math.floor(beforeMs / HOUR_MS) * HOUR_MS)
     },
 
     /**

@@ -3,7 +3,7 @@
 // (src/repositories/telemetry-analytics-rollup.ts). One replica at a time (a session advisory
 // lock on a reserved connection; the others skip, as the lifecycle's do).
 import type { Database } from '../plugins/app/database.js'
-import { refreshAnalyticsRollup } from '../repositories/telemetry-analytics-rollup.js'
+import { HOURS_PER_REFRESH, refreshAnalyticsRollup } from '../repositories/telemetry-analytics-rollup.js'
 
 const LOCK_ID = 7_346_110_234 // arbitrary constant shared by every replica
 
@@ -52,8 +52,12 @@ export class AnalyticsRollup {
       try {
         const startMs = Date.now()
         const started = performance.now()
-        const { recomputed } = await refreshAnalyticsRollup(connection)
-        this.figures.hoursRecomputed += recomputed
+        // Until the log holds fewer hours than one refresh takes (after an upgrade: every hour).
+        for (;;) {
+          const { logged, recomputed } = await refreshAnalyticsRollup(connection)
+          this.figures.hoursRecomputed += recomputed
+          if (logged < HOURS_PER_REFRESH) break
+        }
         this.figures.lastRefreshStartMs = startMs
         this.figures.lastRefreshMs = performance.now() - started
       } finally {

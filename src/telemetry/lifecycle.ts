@@ -3,7 +3,9 @@
 // whole days, rollup rows no KPI window can reach deleted.
 // One replica at a time (a session advisory lock on a reserved connection; the others skip).
 import type { FastifyBaseLogger } from 'fastify'
+import type { Sql } from '../db/client.js'
 import type { Database } from '../plugins/app/database.js'
+import { deleteAnalyticsRollupBefore } from '../repositories/telemetry-analytics-rollup.js'
 import {
   createTelemetryLifecycleRepository,
   DAY_MS,
@@ -79,7 +81,10 @@ export class TelemetryLifecycle {
       const [row] = await connection<{ locked: boolean }[]>`select pg_try_advisory_lock(${LOCK_ID}) as locked`
       if (!row!.locked) return false
       try {
-        await this.#maintain(createTelemetryLifecycleRepository(connection, this.options.lockTimeoutMs ?? 200))
+        await this.#maintain(
+          createTelemetryLifecycleRepository(connection, this.options.lockTimeoutMs ?? 200),
+          connection,
+        )
       } finally {
         await connection`select pg_advisory_unlock(${LOCK_ID})`
       }
@@ -89,7 +94,7 @@ export class TelemetryLifecycle {
     }
   }
 
-  async #maintain(repo: TelemetryLifecycleRepository): Promise<void> {
+  async #maintain(repo: TelemetryLifecycleRepository, connection: Pick<Sql, 'unsafe'>): Promise<void> {
     const { retentionDays, aheadDays = 2, log } = this.options
     const now = this.options.now().getTime()
     const cutoff = now - retentionDays * DAY_MS
@@ -168,7 +173,8 @@ export class TelemetryLifecycle {
     // The analytics rollup's hours of the days retention dropped: before its cutoff's day and
     // before the oldest event kept (a day whose drop gave way to ingest keeps its rows).
     const dropped = Math.floor(cutoff / DAY_MS) * DAY_MS
-    this.figures.rollupRowsDropped += await repo.deleteAnalyticsBefore(
+    this.figures.rollupRowsDropped += await deleteAnalyticsRollupBefore(
+      connection,
       Math.min(dropped, this.figures.oldestEventMs ?? dropped),
     )
     this.figures.lastRunMs = Date.now()

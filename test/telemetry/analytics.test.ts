@@ -34,7 +34,7 @@ async function empty() {
   for (const name of await archiveNames(sql)) await sql.unsafe(`drop table "${name}"`)
   for (const p of await lifecycle.partitions())
     if (p.name !== 'docs_search_events_default') await sql.unsafe(`drop table "${p.name}"`)
-  await sql`truncate docs_search_events, docs_search_queries, docs_search_analytics_dirty, docs_search_analytics_hours,
+  await sql`truncate docs_search_events, docs_search_queries, docs_search_analytics_dirty, docs_search_analytics_hours, docs_search_analytics_days,
     docs_search_analytics_spanning_searches, docs_search_analytics_spanning_clicks, docs_search_analytics_ranks`
 }
 

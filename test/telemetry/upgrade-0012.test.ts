@@ -37,7 +37,8 @@ t.test('minute buckets filled for the stored events and kept for batches sent du
     while (running) await telemetry.append(batch(40, `during-${w}-${rounds++}`))
   })
   await waitFor('batches before the migrations', () => rounds > 2)
-  t.same(await migrate(db.sql), [
+  // the three of the KPI minutes first (later files follow them)
+  t.same((await migrate(db.sql)).slice(0, 3), [
     '0012_docs_search_kpi_minutes.sql',
     '0013_docs_search_kpi_minutes_wait.sql',
     '0014_docs_search_kpi_minutes_fill.sql',
