@@ -142,7 +142,7 @@ const ROLLUP_TABLES = [
 
 /** Logged hours taken by one refresh: after an upgrade every stored hour is logged, and one
  * transaction over all of them would hold its locks and snapshot for minutes. */
-export const HOURS_PER_REFRESH = 24
+export const HOURS_PER_REFRESH = 6
 
 export interface RefreshFigures {
   /** hours logged by ingest or erasure since the last refresh */
@@ -172,6 +172,8 @@ export async function refreshAnalyticsRollup(sql: Sql | ReservedSql): Promise<Re
 }
 
 async function refreshIn(tx: Pick<Sql, 'unsafe'>): Promise<RefreshFigures> {
+  // Hours of a busy site take longer than the pool's statement timeout (a request's bound).
+  await tx.unsafe('set local statement_timeout = 0')
   const logged = await tx.unsafe<{ hour_ms: string; query_id: string }[]>(
     `delete from docs_search_analytics_dirty
      where hour_ms in (select distinct hour_ms from docs_search_analytics_dirty order by hour_ms limit ${HOURS_PER_REFRESH})

@@ -4,6 +4,7 @@
 // lock on a reserved connection; the others skip, as the lifecycle's do).
 import type { Database } from '../plugins/app/database.js'
 import { HOURS_PER_REFRESH, refreshAnalyticsRollup } from '../repositories/telemetry-analytics-rollup.js'
+import { runAsTheOnlyReplica } from './replica-lock.js'
 
 const LOCK_ID = 7_346_110_234 // arbitrary constant shared by every replica
 
@@ -44,28 +45,18 @@ export class AnalyticsRollup {
     await this.#running?.catch(() => {})
   }
 
-  async #refresh(): Promise<boolean> {
-    const connection = await this.db.sql.reserve()
-    try {
-      const [row] = await connection<{ locked: boolean }[]>`select pg_try_advisory_lock(${LOCK_ID}) as locked`
-      if (!row!.locked) return false
-      try {
-        const startMs = Date.now()
-        const started = performance.now()
-        // Until the log holds fewer hours than one refresh takes (after an upgrade: every hour).
-        for (;;) {
-          const { logged, recomputed } = await refreshAnalyticsRollup(connection)
-          this.figures.hoursRecomputed += recomputed
-          if (logged < HOURS_PER_REFRESH) break
-        }
-        this.figures.lastRefreshStartMs = startMs
-        this.figures.lastRefreshMs = performance.now() - started
-      } finally {
-        await connection`select pg_advisory_unlock(${LOCK_ID})`
+  #refresh(): Promise<boolean> {
+    return runAsTheOnlyReplica(this.db, LOCK_ID, async (connection) => {
+      const startMs = Date.now()
+      const started = performance.now()
+      // Until the log holds fewer hours than one refresh takes (after an upgrade: every hour).
+      for (;;) {
+        const { logged, recomputed } = await refreshAnalyticsRollup(connection)
+        this.figures.hoursRecomputed += recomputed
+        if (logged < HOURS_PER_REFRESH) break
       }
-      return true
-    } finally {
-      connection.release()
-    }
+      this.figures.lastRefreshStartMs = startMs
+      this.figures.lastRefreshMs = performance.now() - started
+    })
   }
 }

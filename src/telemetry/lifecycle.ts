@@ -6,6 +6,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Sql } from '../db/client.js'
 import type { Database } from '../plugins/app/database.js'
 import { deleteAnalyticsRollupBefore } from '../repositories/telemetry-analytics-rollup.js'
+import { runAsTheOnlyReplica } from './replica-lock.js'
 import {
   createTelemetryLifecycleRepository,
   DAY_MS,
@@ -74,24 +75,10 @@ export class TelemetryLifecycle {
     await this.#running?.catch(() => {})
   }
 
-  async #run(): Promise<boolean> {
-    // A session lock needs one connection for the whole run: postgres.js' own reserve().
-    const connection = await this.db.sql.reserve()
-    try {
-      const [row] = await connection<{ locked: boolean }[]>`select pg_try_advisory_lock(${LOCK_ID}) as locked`
-      if (!row!.locked) return false
-      try {
-        await this.#maintain(
-          createTelemetryLifecycleRepository(connection, this.options.lockTimeoutMs ?? 200),
-          connection,
-        )
-      } finally {
-        await connection`select pg_advisory_unlock(${LOCK_ID})`
-      }
-      return true
-    } finally {
-      connection.release()
-    }
+  #run(): Promise<boolean> {
+    return runAsTheOnlyReplica(this.db, LOCK_ID, (connection) =>
+      this.#maintain(createTelemetryLifecycleRepository(connection, this.options.lockTimeoutMs ?? 200), connection),
+    )
   }
 
   async #maintain(repo: TelemetryLifecycleRepository, connection: Pick<Sql, 'unsafe'>): Promise<void> {
