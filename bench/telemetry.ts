@@ -219,7 +219,7 @@ try {
   const refreshStarted = performance.now()
   while (!(await rollup.refresh())) await sleep(100)
   console.log(
-    `analytics rollup refresh after the top-up: ${fmt(performance.now() - refreshStarted)} ms (${rollup.figures.hoursRecomputed} hours recomputed)`,
+    `analytics rollup caught up after the top-up (the server's refresh under way, then this one, ${rollup.figures.hoursRecomputed} hours recomputed by it): ${fmt(performance.now() - refreshStarted)} ms`,
   )
   // One hour at the seed's density, as the refresh recomputes the current hour every minute.
   const lastHour = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3_600_000

@@ -1,7 +1,9 @@
-// The docs-search analytics over random events: every answer equals the definitions computed
-// here by brute force over the same raw events (normalised query, privacy threshold, click
-// attribution by query id, ranks in buckets), also over days archived past the KPI horizon, and a series summed over its points equals the
-// range's totals.
+// The docs-search analytics over random events: every answer, read from the rollup refreshed
+// after part of the events or only after all of them (and for a threshold above 2 sessions from
+// the raw events), equals the definitions computed here by brute force over the same raw events
+// (normalised query, privacy threshold, click attribution by query id, ranks in buckets), also
+// over days archived past the KPI horizon before or after the refresh, and a series summed over
+// its points equals the range's totals.
 import assert from 'node:assert/strict'
 import t from 'tap'
 import fc from 'fast-check'
