@@ -18,6 +18,7 @@ const modules = {
       'idempotency/learner-writes',
       'idempotency/partners',
       'idempotency/rolling-upgrade',
+      'idempotency/concurrent-twins',
     ],
   },
   auth: {
