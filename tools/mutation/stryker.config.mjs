@@ -29,6 +29,8 @@ const modules = {
       'auth/key-limits-and-logs',
       'auth/keys-on-one-connection',
       'auth/systems',
+      'auth/key-file',
+      'auth/guards',
     ],
   },
   // The events' lifecycle: partitions, archiving, retention.
