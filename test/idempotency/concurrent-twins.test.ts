@@ -112,3 +112,35 @@ t.test('a record held elsewhere while it is being removed: 409 in progress, then
   t.equal(retry.statusCode, 201, 'the key is free: the retry writes')
   t.notOk(retry.headers['idempotent-replayed'])
 })
+
+t.test('a second attempt that meets an answer expired while it waited: 409 in progress, not a third', async (t) => {
+  const api = await buildTestApp(t)
+  const key = newKey()
+  const body = userBody()
+  t.equal((await api.post('/api/v1/user', body, key)).statusCode, 201)
+  await api.db.sql`delete from users where system_user_id = ${body.system_user_id}`
+  const [record] = await api.db.sql`
+    update idempotency_records set expires_at = now() - interval '1 second' where idempotency_key = ${key}
+    returning key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at`
+  // First attempt: the write meets the expired record, whose removal waits for this lock.
+  const recordLock = await holder(t, api)
+  await recordLock.sql`select 1 from idempotency_records where idempotency_key = ${key} for update`
+  const request = api.post('/api/v1/user', body, key)
+  t.match((await blockedBy(api, recordLock.pid, 1))[0], /delete from idempotency_records/)
+  // Meanwhile an uncommitted user with the same natural key will hold the second attempt.
+  const userLock = await holder(t, api)
+  await userLock.sql`insert into users (system_user_id, system_uuid, full_name)
+    values (${body.system_user_id}, ${body.system_uuid}, 'Holder')`
+  await recordLock.sql`commit`
+  t.match((await blockedBy(api, userLock.pid, 1))[0], /insert into users/, 'the second attempt waits')
+  // What the second attempt waited for ends as an answer for the key that has expired already.
+  await userLock.sql`delete from users where system_user_id = ${body.system_user_id}`
+  await userLock.sql`insert into idempotency_records ${userLock.sql(record!)}`
+  await userLock.sql`commit`
+
+  const res = await within('the answer', request)
+  t.equal(res.statusCode, 409)
+  t.equal(res.json().key, 'IDEMPOTENCY_REQUEST_IN_PROGRESS')
+  const [users] = await api.db.sql`select count(*)::int as n from users where system_user_id = ${body.system_user_id}`
+  t.equal(users!.n, 0, 'no third attempt wrote the user')
+})
