@@ -58,6 +58,9 @@ t.test('integers are bounded at both ends, the bounds included', async (t) => {
   refuses(t, { ...ok, rate_limit: { max: 1, window_ms: 86_400_001 } }, /"rate_limit\.window_ms" must be an integer/)
   t.equal(parseOne({ ...ok, max_concurrent_requests: 100_000 }).maxConcurrentRequests, 100_000)
   refuses(t, { ...ok, max_concurrent_requests: 100_001 }, /"max_concurrent_requests" must be an integer/)
+  t.equal(parseOne({ ...ok, max_body_bytes_in_flight: 1_000_000 }).maxBodyBytesInFlight, 1_000_000)
+  t.equal(parseOne(ok).maxBodyBytesInFlight, null, 'no limit of its own when absent')
+  refuses(t, { ...ok, max_body_bytes_in_flight: 0 }, /"max_body_bytes_in_flight" must be an integer from 1/)
 })
 
 t.test('the lines name what was wrong, cut to 64 characters, and what is allowed', async (t) => {
