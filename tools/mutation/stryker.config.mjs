@@ -18,6 +18,7 @@ const modules = {
       'idempotency/learner-writes',
       'idempotency/partners',
       'idempotency/rolling-upgrade',
+      'idempotency/concurrent-twins',
     ],
   },
   auth: {
@@ -28,6 +29,8 @@ const modules = {
       'auth/key-limits-and-logs',
       'auth/keys-on-one-connection',
       'auth/systems',
+      'auth/key-file',
+      'auth/guards',
     ],
   },
   // The events' lifecycle: partitions, archiving, retention.
