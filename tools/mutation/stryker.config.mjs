@@ -19,6 +19,8 @@ const modules = {
       'idempotency/partners',
       'idempotency/rolling-upgrade',
       'idempotency/concurrent-twins',
+      // a secret is sent once and never stored (shownOnce)
+      'auth/admin-keys',
     ],
   },
   auth: {
@@ -31,6 +33,9 @@ const modules = {
       'auth/systems',
       'auth/key-file',
       'auth/guards',
+      // stored keys: the registry's replacement, the sync and its listener
+      'auth/admin-keys',
+      'scale/key-propagation',
     ],
   },
   // The events' lifecycle: partitions, archiving, retention.
