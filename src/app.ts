@@ -113,7 +113,7 @@ export async function buildApp({
   await app.register(databasePlugin, { sql: tracing ? tracing.traceSql(sql) : sql })
   await app.register(idempotencyPurgePlugin)
   await app.register(telemetryLifecyclePlugin, { now: now ?? (() => new Date()) })
-  await app.register(analyticsRollupPlugin)
+  await app.register(analyticsRollupPlugin, { intervalMs: config.analyticsRefreshIntervalMs })
   await app.register(corsPlugin)
   await app.register(authPlugin, { listenWith: listenForKeyChanges ? sql : undefined })
   await app.register(rateLimitPlugin)

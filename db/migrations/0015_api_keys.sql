@@ -24,7 +24,8 @@ create table api_keys (
 );
 
 create table api_key_secrets (
-  digest bytea primary key check (length(digest) = 32),
+  -- SHA-256 of the secret (32 bytes)
+  digest bytea primary key,
   key_id text not null references api_keys (id),
   created_at timestamptz not null default now(),
   -- null: until the key itself expires or is revoked; set when a roll replaces this secret
@@ -36,7 +37,8 @@ create table admin_audit (
   audit_id bigint generated always as identity primary key,
   at timestamptz not null default now(),
   actor_key_id text not null,
-  action text not null check (action in ('key.create', 'key.roll', 'key.revoke')),
+  -- key.create, key.roll or key.revoke
+  action text not null,
   target_key_id text not null,
   request_id text not null
 );
