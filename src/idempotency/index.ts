@@ -120,7 +120,7 @@ export function createIdempotency<Tx extends { sql: Db }>(
         async (tx) => {
           const result = await work(tx)
           const serialize = (body: unknown) =>
-            reply.serializeInput(body as Record<string, unknown>, String(result.status), 'application/json') as string
+            reply.serializeInput(body as Record<string, unknown>, String(result.status)) as string
           const json = serialize(result.body)
           const sent = result.shownOnce ? serialize({ ...result.body, ...result.shownOnce }) : json
           return { status: result.status, json, sent }

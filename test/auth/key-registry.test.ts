@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { projectRoot } from '../../src/paths.js'
-import { createApiKeyRegistry, legacyKeyId } from '../../src/auth/api-keys.js'
+import { type ApiKeyIdentity, type StoredSecret, createApiKeyRegistry, legacyKeyId } from '../../src/auth/api-keys.js'
 import { parseKeyFile } from '../../src/auth/key-file.js'
 import { ConfigError, DEV_API_KEY, loadConfig } from '../../src/config.js'
 import { makeKey } from '../../tools/make-key.js'
@@ -59,6 +59,45 @@ t.test('file entries: scopes, systems (lower-cased), rate limit, expiry, rotatio
   t.equal(registry.identify('new'), old, 'both secrets of a rotation are one identity')
   t.equal(registry.identify('old', Date.parse('2030-01-01T00:00:00Z')), null, 'expired at expires_at')
   t.equal(registry.identify('new', Date.parse('2031-01-01T00:00:00Z'))!.id, 'acme', 'the other secret keeps working')
+})
+
+t.test('a stored secret that answered before: revoked or rolled away, 401 at once; expiry per request', async (t) => {
+  const registry = createApiKeyRegistry(['configured'])
+  const identity: ApiKeyIdentity = Object.freeze({
+    id: 'partner',
+    scopes: new Set(['users:read']),
+    systems: null,
+    rateLimit: null,
+    maxConcurrentRequests: null,
+    maxBodyBytesInFlight: null,
+    stored: true,
+  })
+  const secret = (plain: string, expiresAt: number | null = null): StoredSecret => ({
+    digest: Buffer.from(sha256(plain), 'hex'),
+    expiresAt,
+    identity,
+  })
+  const now = Date.parse('2030-01-01T00:00:00Z')
+  registry.replaceStored([secret('ssk_first')])
+  for (let i = 0; i < 3; i++) t.equal(registry.identify('ssk_first', now), identity, `answers (${i + 1})`)
+
+  registry.replaceStoredKey('partner', [])
+  t.equal(registry.identify('ssk_first', now), null, 'revoked: the next request is refused')
+
+  registry.replaceStoredKey('partner', [secret('ssk_first'), secret('ssk_other')])
+  t.equal(registry.identify('ssk_first', now), identity, 'issued again')
+  registry.replaceStoredKey('partner', [secret('ssk_first', now + 1000), secret('ssk_second')])
+  t.equal(registry.identify('ssk_first', now), identity, 'rolled: the old secret within its overlap')
+  t.equal(registry.identify('ssk_first', now + 1000), null, 'and not from its expiry on')
+  t.equal(registry.identify('ssk_first', now), identity, 'an expiry is checked per request, not remembered')
+  t.equal(registry.identify('ssk_other', now), null, 'a secret the roll left out stops at once')
+  registry.replaceStoredKey('partner', [secret('ssk_second')])
+  t.equal(registry.identify('ssk_first', now), null, 'rolled away: refused at once')
+  t.equal(registry.identify('ssk_second', now), identity)
+
+  registry.replaceStored([])
+  t.equal(registry.identify('ssk_second', now), null, 'a full re-read without the key: refused at once')
+  t.equal(registry.identify('configured', now)!.id, legacyKeyId('configured'), 'configured keys are untouched')
 })
 
 t.test('a malformed file stops the start with one line naming the entry and the problem', async (t) => {

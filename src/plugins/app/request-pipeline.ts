@@ -7,6 +7,7 @@ import { checkSystems } from '../../auth/systems.js'
 import { IDEMPOTENCY_KEY_HEADER, requireIdempotencyKey } from '../../idempotency/key.js'
 import { createRouteValidatorCompiler } from '../../validation/validator-compiler.js'
 import { declaredBodyBytes } from '../../http/body-budget.js'
+import { withJsonResponsesByStatus } from '../../http/json-responses.js'
 import { answerAndClose } from '../../http/raw-answer.js'
 import { markTimedOutByServer } from '../../http/server-options.js'
 import { addressClient } from '../external/rate-limit.js'
@@ -162,6 +163,7 @@ export default fp(
       route.onRequest = [...stages.onRequest, ...[route.onRequest ?? []].flat()]
       route.preHandler = [...[route.preHandler ?? []].flat(), ...stages.preHandler]
       if (op.idempotent) withoutHeader(route, IDEMPOTENCY_KEY_HEADER)
+      withJsonResponsesByStatus(route)
       route.validatorCompiler = validatorCompiler(operationId as OperationId)
     })
   },
