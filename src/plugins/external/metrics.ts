@@ -6,7 +6,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandl
 import type { Sql } from '../../db/client.js'
 import { projectRoot } from '../../paths.js'
 import { catalogueEntry, type ErrorKey } from '../../errors.js'
-import { CountedHistogram, type CountedSeries, DEFAULT_BUCKETS } from '../../metrics/counted-histogram.js'
 import type { ObserveDbOperation } from '../../repositories/index.js'
 import { openApiTemplate, routeTemplate } from '../../route-template.js'
 import type { AnsweredError } from '../app/error-handler.js'
@@ -112,8 +111,8 @@ function keptSeries<Args extends unknown[], Series>(make: (...args: Args) => Ser
  * OpenAPI form) and status, db_operation_duration_seconds by operation, the error, aborted,
  * replay, conflict, 429 and load-shed counters, build info and the pool gauges are ours (each listed in
  * the README). Each route's hook holds its own series by status, made once and kept, so an answer
- * costs one small Map lookup and one observation of a counted histogram (src/metrics/), and no
- * extra onRequest hook (Fastify times the reply).
+ * costs one small Map lookup, one histogram observation and an increment, and no extra onRequest
+ * hook (Fastify times the reply).
  */
 export default fp(
   async (fastify) => {
@@ -125,22 +124,25 @@ export default fp(
     })
     const client = fastify.metrics.client
     const labelNames = ['method', 'path_template', 'status'] as const
-    const duration = new CountedHistogram(
-      'http_request_duration_seconds',
-      'Time to answer HTTP requests, by method, route template and status',
-      DEFAULT_BUCKETS,
-      client.register,
-    )
-    const allRouteSeries: CountedSeries[] = []
-    // Registered for its exposition; collect() hands it each series' count at scrape time (the
-    // duration histogram counts every answer already).
+    const duration = new client.Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Time to answer HTTP requests, by method, route template and status',
+      labelNames,
+    })
+    interface RouteSeries {
+      labels: { method: string; path_template: string; status: string }
+      duration: ReturnType<typeof duration.labels>
+      answered: number
+    }
+    const allRouteSeries: RouteSeries[] = []
+    // Registered for its exposition; collect() hands it the counts at scrape time.
     new client.Counter({
       name: 'http_requests_total',
       help: 'HTTP requests answered, by method, route template and status',
       labelNames,
       collect() {
         this.reset()
-        for (const series of allRouteSeries) if (series.count > 0) this.inc(series.labels, series.count)
+        for (const series of allRouteSeries) this.inc(series.labels, series.answered)
       },
     })
     const errors = new client.Counter({
@@ -174,22 +176,24 @@ export default fp(
       labelNames: ['path_template'],
     })
     registerProcessGauges(fastify)
-    const dbDuration = new CountedHistogram(
-      'db_operation_duration_seconds',
-      'Duration of repository operations against PostgreSQL',
-      [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      client.register,
-    )
+    const dbDuration = new client.Histogram({
+      name: 'db_operation_duration_seconds',
+      help: 'Duration of repository operations against PostgreSQL',
+      labelNames: ['operation'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    })
 
-    // One observation per answer, of the duration histogram's series; http_requests_total is its
-    // count, handed to prom-client when /metrics is scraped.
+    // One prom-client observation per answer: the duration histogram. http_requests_total is a
+    // plain count per series, handed to prom-client when /metrics is scraped (prom-client's
+    // labelled observe and inc each hash their labels on every call).
     // Bounded: methods, registered routes (or "unmatched") and statuses are all finite sets.
     const routeSeries = (method: string, template: string) => {
-      const byStatus = new Map<number, CountedSeries>()
-      return (status: number): CountedSeries => {
+      const byStatus = new Map<number, RouteSeries>()
+      return (status: number): RouteSeries => {
         let series = byStatus.get(status)
         if (series === undefined) {
-          series = duration.series({ method, path_template: template, status: String(status) })
+          const labels = { method, path_template: template, status: String(status) }
+          series = { labels, duration: duration.labels(labels), answered: 0 }
           byStatus.set(status, series)
           allRouteSeries.push(series)
         }
@@ -208,11 +212,13 @@ export default fp(
     const observe = (
       request: FastifyRequest,
       reply: FastifyReply,
-      seriesFor: (status: number) => CountedSeries,
+      seriesFor: (status: number) => RouteSeries,
       template: string,
     ) => {
       const status = reply.statusCode
-      seriesFor(status).observe(reply.elapsedTime / 1000)
+      const series = seriesFor(status)
+      series.duration.observe(reply.elapsedTime / 1000)
+      series.answered++
       if (status >= 400) countError(request, reply, status)
       else if (reply.hasHeader('idempotent-replayed')) replaySeries(template, template).inc()
     }
@@ -267,7 +273,7 @@ export default fp(
       abortedSeries(`${request.method} ${request.routeOptions.url}`, request).inc(),
     )
 
-    const operationSeries = keptSeries((operation: string) => dbDuration.series({ operation }))
+    const operationSeries = keptSeries((operation: string) => dbDuration.labels({ operation }))
     fastify.decorate('observeDbOperation', ((operation, seconds) =>
       operationSeries(operation, operation).observe(seconds)) as ObserveDbOperation)
   },
