@@ -81,6 +81,9 @@ const event: fc.Arbitrary<Event> = fc.record({
   result_rank: fc.constantFrom(0, 1, 2, 10, 11, 20, 21, 500),
 })
 
+/** The fields of the fixed example's two events (see the property's examples). */
+const CLICK_BEFORE_SEARCH = { session_id: '', query_id: 'c', query_text: 'Install', results_count: 0, result_rank: 0 }
+
 /** The analytics of [fromMs, toMs) straight from their definitions. */
 function reference(events: Event[], range: AnalyticsRange, minSessions: number, limit: number) {
   const inRange = events.filter((e) => e.emitted_at_ms >= range.fromMs && e.emitted_at_ms < range.toMs)
@@ -188,9 +191,25 @@ t.test('every analytics answer equals the brute-force definitions over the raw e
         }
       },
     ),
-    { numRuns: 60 },
+    {
+      numRuns: 60,
+      // Always also: a click two days before its search (same query id), which a per-hour rollup once missed.
+      examples: [
+        [
+          [
+            { ...CLICK_BEFORE_SEARCH, event: 'search_query', emitted_at_ms: START + 2 * DAY },
+            { ...CLICK_BEFORE_SEARCH, event: 'search_result_click', emitted_at_ms: START },
+          ],
+          0,
+          3,
+          1,
+          1,
+          null,
+        ],
+      ],
+    },
   )
-  t.pass('60 random fixtures agree')
+  t.pass('60 random fixtures and the fixed examples agree')
 })
 
 t.test('a query asked by one session is counted but never listed', async (t) => {
