@@ -1,12 +1,11 @@
 // patches/postgres+3.4.9.patch, src/connection.js and src/index.js: a lost connection must
 // settle its queries (never throw from a timer, never leave a caller waiting, never go back to
 // the pool), a multi-host connection must try each host once per attempt and then fail, not
-// cycle through them forever, and read-write must never land on a hot standby. Both builds
-// (ESM src/ and CJS cjs/src/) are checked. patches/README.md says which case fails without
+// cycle through them forever, and read-write must never land on a hot standby. The ESM build
+// (src/) is the one the service loads and the one patched. patches/README.md says which case fails without
 // which change; unpatched, the first ends the process on an uncaught
 // `TypeError: Cannot read properties of null (reading 'write')`.
 import t from 'tap'
-import { createRequire } from 'node:module'
 import { connect, createServer } from 'node:net'
 import path from 'node:path'
 import { projectRoot } from '../../src/paths.js'
@@ -14,7 +13,6 @@ import { ADMIN_URL } from '../helpers/database.js'
 import { startPrimaryAndStandby } from '../helpers/private-replication.js'
 import { freePort } from '../helpers/server-process.js'
 
-const require = createRequire(import.meta.url)
 type Postgres = typeof import('postgres')
 
 /** Settles within `ms`, or says it did not: a hang is a failure, not a stuck test. */
@@ -35,11 +33,9 @@ function outcome(p: Promise<unknown>, ms: number): Promise<string> {
 const replication = await startPrimaryAndStandby(t, [await freePort(), await freePort()])
 const bothHosts = `postgres://postgres@127.0.0.1:${replication.standby.port},127.0.0.1:${replication.primary.port}/postgres`
 
-for (const build of ['src', 'cjs/src']) {
+for (const build of ['src']) {
   const load = async (): Promise<Postgres> =>
-    build === 'cjs/src'
-      ? require(path.join(projectRoot, 'node_modules/postgres/cjs/src/index.js'))
-      : (await import(path.join(projectRoot, 'node_modules/postgres/src/index.js'))).default
+    (await import(path.join(projectRoot, 'node_modules/postgres/src/index.js'))).default
 
   t.test(`${build}: queries on a connection whose backend died are rejected, not thrown`, async (t) => {
     const postgres = await load()
@@ -110,12 +106,9 @@ for (const build of ['src', 'cjs/src']) {
   })
 }
 
-for (const build of ['src', 'cjs/src']) {
+for (const build of ['src']) {
   t.test(`${build}: target_session_attrs=read-write never connects to a hot standby`, async (t) => {
-    const postgres: Postgres =
-      build === 'cjs/src'
-        ? require(path.join(projectRoot, 'node_modules/postgres/cjs/src/index.js'))
-        : (await import(path.join(projectRoot, 'node_modules/postgres/src/index.js'))).default
+    const postgres: Postgres = (await import(path.join(projectRoot, 'node_modules/postgres/src/index.js'))).default
     // `standby` (unpatched too) shows that the first host is the standby and answers.
     for (const [attrs, recovering] of [
       ['read-write', false],
