@@ -13,28 +13,13 @@ import { migrate } from '../src/db/migrate.js'
 import { ADMIN_URL, databaseUrl } from '../test/helpers/database.js'
 import { startPrivateRedis } from '../test/helpers/private-redis.js'
 import { freePort } from '../test/helpers/server-process.js'
+import { keepAliveCall as call } from '../test/helpers/keep-alive-call.js'
 import { API_KEY, median, startServer, stopServers } from './harness.js'
 import { writeResults } from './results-file.js'
 
 const ROUNDS = Number(process.env.KEYS_ROUNDS ?? 20)
 const CONNECTIONS = Number(process.env.BENCH_KEYS_CONNECTIONS ?? 20)
 const SYSTEM = '3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10'
-
-function call(agent: http.Agent, base: string, method: string, path: string, key: string, body?: unknown) {
-  return new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body)
-    const headers: Record<string, string> = { 'x-api-key': key }
-    if (payload)
-      Object.assign(headers, { 'content-type': 'application/json', 'idempotency-key': randomBytes(8).toString('hex') })
-    const req = http.request(`${base}${path}`, { method, agent, headers }, (res) => {
-      let text = ''
-      res.on('data', (chunk) => (text += chunk))
-      res.on('end', () => resolve({ status: res.statusCode!, body: text }))
-    })
-    req.on('error', reject)
-    req.end(payload)
-  })
-}
 
 // A tap-free stand-in for the test helpers' `t`: what private Redis needs to stop itself.
 const teardowns: (() => unknown)[] = []

@@ -3,7 +3,7 @@
 // replica re-reads the key before it answers, so the caller can use the answer at once here.
 import type { FastifyRequest } from 'fastify'
 import type { ApiKeyIdentity } from '../src/auth/api-keys.js'
-import { EXPLICIT_ONLY_SCOPES, KNOWN_SCOPES } from '../src/auth/key-file.js'
+import { EXPLICIT_ONLY_SCOPES, KEY_ID, KNOWN_SCOPES } from '../src/auth/key-file.js'
 import { issueSecret } from '../src/auth/secret.js'
 import { appError } from '../src/errors.js'
 import { decodeCursor, decodeIdCursor, encodeCursor, encodeIdCursor } from '../src/pagination/cursor.js'
@@ -21,7 +21,6 @@ type AdminKeyOperations =
 
 /** The roll's default overlap: a day for every holder of the old secret to move. */
 const DEFAULT_OVERLAP_SECONDS = 86_400
-const KEY_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 
 /**
  * What a new key grants: what was asked for, or by default what its creator holds but the

@@ -50,7 +50,8 @@ const FIELDS = new Set([
   'max_body_bytes_in_flight',
   'expires_at',
 ])
-const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
+/** A key id, in the file and in the database: 1..64 of A-Z a-z 0-9 . _ - from a letter or digit. */
+export const KEY_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 /** Ids of this form belong to API_KEYS secrets (`key-` + 12 hex of their SHA-256). */
 export const LEGACY_ID = /^key-[0-9a-f]{12}$/i
 const SHA256_HEX = /^[0-9a-f]{64}$/i
@@ -85,7 +86,7 @@ function parseEntry(raw: unknown, index: number): KeyFileEntry {
   const unknown = Object.keys(e).filter((k) => !FIELDS.has(k))
   if (unknown.length > 0)
     throw new KeyFileError(`${where}: unknown field "${unknown[0]}" (allowed: ${[...FIELDS].join(', ')})`)
-  if (typeof e.id !== 'string' || !ID.test(e.id))
+  if (typeof e.id !== 'string' || !KEY_ID.test(e.id))
     throw new KeyFileError(
       `${where}: "id" must be 1..64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit`,
     )

@@ -32,6 +32,13 @@ const blockedBy = (api: TestApi, pid: number, count: number) =>
     return rows.length === count && rows.map((r) => r.query)
   })
 
+/** Once both twins wait for the holder's locks, the holder rolls back; the twins' answers. */
+async function releaseTwins<T>(api: TestApi, lock: { sql: ReservedSql; pid: number }, twins: Promise<T>[]) {
+  await blockedBy(api, lock.pid, 2)
+  await lock.sql`rollback`
+  return within('both twins answer', Promise.all(twins))
+}
+
 t.test('twins that meet on the user they create: one writes, the other replays its answer', async (t) => {
   const api = await buildTestApp(t)
   const body = userBody()
@@ -41,11 +48,9 @@ t.test('twins that meet on the user they create: one writes, the other replays i
   await lock.sql`insert into users (system_user_id, system_uuid, full_name)
     values (${body.system_user_id}, ${body.system_uuid}, 'Holder')`
   const twins = [api.post('/api/v1/user', body, key), api.post('/api/v1/user', body, key)]
-  await blockedBy(api, lock.pid, 2)
   // Released: one twin inserts the user, the other waits for it, then meets its user row (a
   // conflict) and must answer with the first twin's stored answer instead.
-  await lock.sql`rollback`
-  const answers = await within('both twins answer', Promise.all(twins))
+  const answers = await releaseTwins(api, lock, twins)
 
   t.same(
     answers.map((a) => a.statusCode),
@@ -69,9 +74,7 @@ t.test('twins that meet on the stored answer: the later one replays the first', 
   const lock = await holder(t, api)
   await lock.sql`select 1 from users where system_user_id = ${owner.system_user_id} for update`
   const twins = [api.post('/api/v1/errors', log, key), api.post('/api/v1/errors', log, key)]
-  await blockedBy(api, lock.pid, 2)
-  await lock.sql`rollback`
-  const answers = await within('both twins answer', Promise.all(twins))
+  const answers = await releaseTwins(api, lock, twins)
 
   t.same(
     answers.map((a) => a.statusCode),

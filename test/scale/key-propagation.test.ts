@@ -9,42 +9,12 @@ import { createTestDatabase } from '../helpers/database.js'
 import { startServer, type ServerProcess } from '../helpers/server-process.js'
 import { startPrivateRedis } from '../helpers/private-redis.js'
 import { waitFor } from '../helpers/wait.js'
+import { keepAliveCall as call } from '../helpers/keep-alive-call.js'
 
 const ADMIN = 'propagation-admin-secret'
 const SYSTEM = '3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10'
 
 t.setTimeout(300_000)
-
-interface Answer {
-  status: number
-  body: string
-  reusedSocket: boolean
-}
-
-/** One request on `agent` (one keep-alive socket per replica when maxSockets is 1). */
-function call(agent: http.Agent, base: string, method: string, path: string, key: string, body?: unknown) {
-  return new Promise<Answer>((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body)
-    const req = http.request(
-      `${base}${path}`,
-      {
-        method,
-        agent,
-        headers: {
-          'x-api-key': key,
-          ...(payload ? { 'content-type': 'application/json', 'idempotency-key': `k-${Math.random()}` } : {}),
-        },
-      },
-      (res) => {
-        let text = ''
-        res.on('data', (chunk) => (text += chunk))
-        res.on('end', () => resolve({ status: res.statusCode!, body: text, reusedSocket: req.reusedSocket }))
-      },
-    )
-    req.on('error', reject)
-    req.end(payload)
-  })
-}
 
 t.test('a key change on one replica is in effect on the other', async (t) => {
   const db = await createTestDatabase(t)
