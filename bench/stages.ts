@@ -227,7 +227,7 @@ const put = (caseName: string, target: string, stage: string, value: number) => 
   byStage.set(stage, [...(byStage.get(stage) ?? []), value])
 }
 let requests: Awaited<ReturnType<typeof createBenchRequests>> | undefined
-const CASES = ['GET user', 'POST user (replay)', 'POST user (new key)']
+const CASES = ['GET user', 'POST user (replay)', 'POST user (new key)', 'PATCH user', 'POST review']
 try {
   bench.setup('node-bound')
   for (let round = 0; round < ROUNDS; round++) {
@@ -246,6 +246,8 @@ try {
       ['GET user', requests.getUser, requests.getUser, READS],
       ['POST user (replay)', requests.replayUser, requests.replayUserOnCeiling, READS],
       ['POST user (new key)', requests.postNewUser, requests.postNewUser, WRITES],
+      ['PATCH user', requests.patchUser, requests.patchUser, WRITES],
+      ['POST review', () => requests!.review(), () => requests!.review(), WRITES],
     ]
     for (const [name, onService, onCeiling, amount] of round % 2 ? [...plan].reverse() : plan) {
       const pair: [Server, Window['target'], () => BenchRequest][] = [

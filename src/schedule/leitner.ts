@@ -174,22 +174,48 @@ export function nextReviewAt(eventAt: Date, slot: Slot, timeZone: string): Date 
 /** Where a review moves a conspectus, for each slot it may be in when its row is locked. */
 export type ReviewMoves = Record<Slot, { slot: Slot; next_review_at: Date }>
 
+/** A zone's moves for one outcome, with the study day they were computed for. */
+interface DayMoves {
+  year: number
+  month: number
+  day: number
+  /** The due instant (epoch ms) of each slot a note moves from. */
+  due: Record<Slot, number>
+}
+
+// The moves are a function of (zone, outcome, study day): each zone and outcome keeps those of
+// the last study day asked for, and a review on another day computes them afresh. One entry per
+// zone and outcome, bounded by the zone database.
+const lastDayMoves = new Map<string, DayMoves>()
+
 /**
  * The policy's move for every slot, decided before the row is read: the store applies the one
  * for the slot it finds under its row lock (one statement, no read-then-write).
  */
 export function reviewMoves(outcome: ReviewOutcome, at: Date, timeZone: string): ReviewMoves {
   const day = studyDayAndOffset(at, timeZone)
-  // Several slots move to the same one (every slot on `forgot`): each due time is computed once.
-  const due = new Map<Slot, Date>()
-  const moveFrom = (from: Slot) => {
-    const slot = nextSlot(from, outcome)
-    let next_review_at = due.get(slot)
-    if (!next_review_at) {
-      next_review_at = new Date(rolloverAfter(day, INTERVAL_DAYS[slot], timeZone))
-      due.set(slot, next_review_at)
-    }
-    return { slot, next_review_at }
+  const key = `${outcome} ${timeZone.toLowerCase()}`
+  let known = lastDayMoves.get(key)
+  if (known?.year !== day.year || known.month !== day.month || known.day !== day.day) {
+    known = { year: day.year, month: day.month, day: day.day, due: dueBySlot(outcome, day, timeZone) }
+    lastDayMoves.set(key, known)
   }
-  return { A: moveFrom('A'), B: moveFrom('B'), C: moveFrom('C'), D: moveFrom('D') }
+  const move = (from: Slot) => ({ slot: nextSlot(from, outcome), next_review_at: new Date(known.due[from]) })
+  return { A: move('A'), B: move('B'), C: move('C'), D: move('D') }
+}
+
+/** Each slot's due instant after a review on `day`. */
+function dueBySlot(outcome: ReviewOutcome, day: StudyDay, timeZone: string): Record<Slot, number> {
+  // Several slots move to the same one (every slot on `forgot`): each due time is computed once.
+  const due = new Map<Slot, number>()
+  const dueFrom = (from: Slot) => {
+    const slot = nextSlot(from, outcome)
+    let at = due.get(slot)
+    if (at === undefined) {
+      at = rolloverAfter(day, INTERVAL_DAYS[slot], timeZone)
+      due.set(slot, at)
+    }
+    return at
+  }
+  return { A: dueFrom('A'), B: dueFrom('B'), C: dueFrom('C'), D: dueFrom('D') }
 }

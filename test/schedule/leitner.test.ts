@@ -1,5 +1,6 @@
 // The schedule policy on its own: ladder moves and 04:00-local due times across time zones.
 import t from 'tap'
+import fc from 'fast-check'
 import {
   INTERVAL_DAYS,
   nextReviewAt,
@@ -56,6 +57,41 @@ t.test('reviewMoves gives, for every slot a note may be in, the same move as nex
     '2026-03-28T08:00:00.000Z',
     'C -> D: 21 days, 04:00 EDT',
   )
+})
+
+t.test('reviewMoves, asked in any order across zones, days and daylight-saving changes, equals the policy computed afresh', async (t) => {
+  // Each zone and outcome keeps the moves of its last study day; calls jumping between days,
+  // back and forth, and across each zone's changes must never be answered with another day's.
+  const zones = ['America/New_York', 'Europe/Berlin', 'Asia/Kathmandu', 'Pacific/Chatham', 'Australia/Lord_Howe', 'UTC']
+  const start = Date.parse('2026-03-01T00:00:00Z')
+  const call = fc.record({
+    zone: fc.constantFrom(...zones, 'europe/berlin'),
+    // ten weeks in minutes, so that neighbouring calls often share or straddle a 04:00 rollover
+    at: fc.integer({ min: 0, max: 70 * 24 * 60 }).map((minutes) => new Date(start + minutes * 60_000)),
+    outcome: fc.constantFrom('remembered' as const, 'forgot' as const),
+  })
+  fc.assert(
+    fc.property(fc.array(call, { minLength: 1, maxLength: 40 }), (calls) => {
+      for (const { zone, at, outcome } of calls) {
+        const moves = reviewMoves(outcome, at, zone)
+        for (const from of ['A', 'B', 'C', 'D'] as Slot[]) {
+          const slot = nextSlot(from, outcome)
+          if (moves[from].slot !== slot || iso(moves[from].next_review_at) !== iso(nextReviewAt(at, slot, zone)))
+            return false
+        }
+      }
+      return true
+    }),
+    { numRuns: 300, seed: 20261128 },
+  )
+  const first = reviewMoves('remembered', new Date('2026-03-10T12:00:00Z'), 'UTC')
+  first.A.next_review_at.setTime(0)
+  t.equal(
+    iso(reviewMoves('remembered', new Date('2026-03-10T12:00:00Z'), 'UTC').A.next_review_at),
+    '2026-03-13T04:00:00.000Z',
+    'a caller changing a returned date changes nothing kept',
+  )
+  t.pass('300 random call sequences agree with the policy computed afresh')
 })
 
 t.test('due at 04:00 local on the day interval(slot) days after the event day', async (t) => {
