@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: drill-failover drill-restore format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-stages bench-keys bench-otel bench-otel-instructions bench-soak mutation test-alerts test-readme test-suite test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench bench-telemetry bench-learner-data contract clean
+.PHONY: drill-failover drill-restore format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-stages bench-instructions bench-keys bench-otel bench-otel-instructions bench-soak mutation test-alerts test-readme test-suite test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench bench-telemetry bench-learner-data contract clean
 
 # The production image's Node.js (the Dockerfile's NODE_IMAGE), from the npm registry's
 # node-<platform>-<arch> package, kept in .cache/ (not a project dependency). The tests run on it.
@@ -193,6 +193,10 @@ bench-cpu: node_modules build
 ## CPU per request of each stage of the request pipeline (id, auth, rate limit, fairness, parsing, validation, handler, SQL, metrics, serialisation, write...), GET user, a replayed and a new POST, service and ceiling, from V8 profiles attributed by stack (writes bench/stages.md). BENCH_RUNS, BENCH_REQUESTS, BENCH_CONNECTIONS, BENCH_PROFILE_INTERVAL.
 bench-stages: node_modules build
 	taskset -c 1 npx tsx bench/stages.ts
+
+## Instructions per request (valgrind's callgrind: unmoved by other work) of the service and the ceiling, per benchmarked case; BENCH_BASELINE=<a built checkout> counts it beside them (bench/instructions.md).
+bench-instructions: node_modules build
+	npx tsx bench/instructions.ts
 
 ## Key revocation across two replicas (one database, a private Redis) under load: median and worst of KEYS_ROUNDS (default 20) revocations until the other replica answers 401; bench/key-propagation.md.
 bench-keys: node_modules build

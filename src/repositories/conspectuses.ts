@@ -119,15 +119,18 @@ export function createConspectusRepository(db: Db) {
       moves: ReviewMoves,
       reviewedAt: Date,
     ): Promise<Conspectus | undefined> {
+      // Times are sent as text parameters (`::text`): the driver formats a Date, or any parameter
+      // typed timestamptz, at each use. The due times come formatted with the moves.
+      const at = reviewedAt.toISOString()
       const [row] = await db<Conspectus[]>`
         update conspectuses c
         set slot = case c.slot when 'A' then ${moves.A.slot} when 'B' then ${moves.B.slot}
                                when 'C' then ${moves.C.slot} else ${moves.D.slot} end,
-            next_review_at = case c.slot when 'A' then ${moves.A.next_review_at}::timestamptz
-                                         when 'B' then ${moves.B.next_review_at}::timestamptz
-                                         when 'C' then ${moves.C.next_review_at}::timestamptz
-                                         else ${moves.D.next_review_at}::timestamptz end,
-            last_reviewed_at = ${reviewedAt}, review_count = c.review_count + 1, updated_at = ${reviewedAt}
+            next_review_at = case c.slot when 'A' then ${moves.A.next_review_at}::text::timestamptz
+                                         when 'B' then ${moves.B.next_review_at}::text::timestamptz
+                                         when 'C' then ${moves.C.next_review_at}::text::timestamptz
+                                         else ${moves.D.next_review_at}::text::timestamptz end,
+            last_reviewed_at = ${at}::text::timestamptz, review_count = c.review_count + 1, updated_at = ${at}::text::timestamptz
         from users u
         where c.conspectus_uuid = ${conspectusUuid} and c.user_id = ${userId} and u.client_uuid = c.user_id
         returning ${RESPONSE_COLUMNS}`

@@ -12,15 +12,23 @@ import { createUserRepository } from './users.js'
 
 export type ObserveDbOperation = (operation: string, seconds: number) => void
 
+/** Each repository's functions with their operation labels, listed on its first build (a factory's functions are fixed). */
+const operationsOf = new Map<string, [fn: string, operation: string][]>()
+
 function instrument<T extends Record<string, (...args: never[]) => Promise<unknown>>>(
   name: string,
   repository: T,
   observe: ObserveDbOperation,
   usage: PoolUsage | undefined,
 ): T {
+  let operations = operationsOf.get(name)
+  if (operations === undefined) {
+    operations = Object.keys(repository).map((fn) => [fn, `${name}.${fn}`])
+    operationsOf.set(name, operations)
+  }
   const timed = {} as Record<string, unknown>
-  for (const [fn, impl] of Object.entries(repository)) {
-    const operation = `${name}.${fn}`
+  for (const [fn, operation] of operations) {
+    const impl = repository[fn]!
     timed[fn] = async (...args: never[]) => {
       const start = performance.now()
       if (usage) usage.inFlight++

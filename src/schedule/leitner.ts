@@ -171,16 +171,19 @@ export function nextReviewAt(eventAt: Date, slot: Slot, timeZone: string): Date 
   return new Date(rolloverAfter(studyDayAndOffset(eventAt, timeZone), INTERVAL_DAYS[slot], timeZone))
 }
 
-/** Where a review moves a conspectus, for each slot it may be in when its row is locked. */
-export type ReviewMoves = Record<Slot, { slot: Slot; next_review_at: Date }>
+/**
+ * Where a review moves a conspectus, for each slot it may be in when its row is locked; due times
+ * as ISO 8601 text, the form the store is sent (kept with the moves, so not formatted per review).
+ */
+export type ReviewMoves = Record<Slot, { slot: Slot; next_review_at: string }>
 
 /** A zone's moves for one outcome, with the study day they were computed for. */
 interface DayMoves {
   year: number
   month: number
   day: number
-  /** The due instant (epoch ms) of each slot a note moves from. */
-  due: Record<Slot, number>
+  /** The due instant (ISO 8601) of each slot a note moves from. */
+  due: Record<Slot, string>
 }
 
 // The moves are a function of (zone, outcome, study day): each zone and outcome keeps those of
@@ -200,19 +203,19 @@ export function reviewMoves(outcome: ReviewOutcome, at: Date, timeZone: string):
     known = { year: day.year, month: day.month, day: day.day, due: dueBySlot(outcome, day, timeZone) }
     lastDayMoves.set(key, known)
   }
-  const move = (from: Slot) => ({ slot: nextSlot(from, outcome), next_review_at: new Date(known.due[from]) })
+  const move = (from: Slot) => ({ slot: nextSlot(from, outcome), next_review_at: known.due[from] })
   return { A: move('A'), B: move('B'), C: move('C'), D: move('D') }
 }
 
 /** Each slot's due instant after a review on `day`. */
-function dueBySlot(outcome: ReviewOutcome, day: StudyDay, timeZone: string): Record<Slot, number> {
+function dueBySlot(outcome: ReviewOutcome, day: StudyDay, timeZone: string): Record<Slot, string> {
   // Several slots move to the same one (every slot on `forgot`): each due time is computed once.
-  const due = new Map<Slot, number>()
+  const due = new Map<Slot, string>()
   const dueFrom = (from: Slot) => {
     const slot = nextSlot(from, outcome)
     let at = due.get(slot)
     if (at === undefined) {
-      at = rolloverAfter(day, INTERVAL_DAYS[slot], timeZone)
+      at = new Date(rolloverAfter(day, INTERVAL_DAYS[slot], timeZone)).toISOString()
       due.set(slot, at)
     }
     return at
