@@ -21,6 +21,10 @@ import { type BenchRequest, createBenchRequests, loadOptions } from './requests.
 import { recordPrinted } from './results-file.js'
 
 const N = Number(process.env.BENCH_REQUESTS ?? 1500)
+/** Requests before counting: the JIT's tiers settle (under valgrind it compiles slowly). */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3000)
+/** BENCH_CASES="PATCH user,POST review": only those. */
+const ONLY = process.env.BENCH_CASES?.split(',').map((c) => c.trim())
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10)
 /** BENCH_BASELINE: another checkout of the service, built (`npm run build`), counted beside this one. */
 const BASELINE = process.env.BENCH_BASELINE ? path.resolve(process.env.BENCH_BASELINE) : null
@@ -42,6 +46,9 @@ function startUnderCallgrind(target: Target, dir: string, port: number, database
       '--smc-check=all-non-file',
       `--callgrind-out-file=${dir}/out.%p`,
       '--dump-instr=no',
+      // The main thread's count alone: the compiler's and the collector's helper threads run on
+      // their own schedule, which under valgrind moves from run to run.
+      '--separate-threads=yes',
       process.execPath,
       ...entry[target],
     ],
@@ -78,7 +85,9 @@ async function waitLive(base: string, child: ChildProcess) {
 const bench = await createBenchDatabase('instructions', { vacuumStandIn: false })
 // counts[case][target] = instructions per request
 const counts = new Map<string, Map<Target, number>>()
-const targets: Target[] = ['service', ...(BASELINE ? (['baseline'] as const) : []), 'ceiling']
+const targets: Target[] = (
+  process.env.BENCH_TARGETS?.split(',') ?? ['service', ...(BASELINE ? ['baseline'] : []), 'ceiling']
+).map((t) => t.trim() as Target)
 let requests: Awaited<ReturnType<typeof createBenchRequests>> | undefined
 try {
   let port = Number(process.env.BENCH_PORT ?? 3641)
@@ -110,8 +119,8 @@ try {
           throw new Error(`${target}: ${result.non2xx} non-2xx, ${result.errors} errors`)
         return result.requests.total
       }
-      for (const [name, next] of cases) {
-        await run(next, N)
+      for (const [name, next] of cases.filter(([name]) => !ONLY || ONLY.includes(name))) {
+        await run(next, WARMUP)
         control('--instr=on')
         await run(next, 100)
         control('-z')
@@ -119,9 +128,10 @@ try {
         control(`--dump=${name.replace(/\W+/g, '_')}`)
         control('--instr=off')
         await sleep(1000)
+        // out.<pid>.<dump>-01: the main thread's file of the latest dump.
         const file = readdirSync(dir)
-          .filter((f) => f.startsWith('out.'))
-          .sort()
+          .filter((f) => f.startsWith('out.') && f.endsWith('-01'))
+          .sort((a, b) => Number(/\.(\d+)-01$/.exec(a)?.[1] ?? 0) - Number(/\.(\d+)-01$/.exec(b)?.[1] ?? 0))
           .at(-1)!
         const total = Number(/^(?:summary|totals): (\d+)/m.exec(readFileSync(`${dir}/${file}`, 'utf8'))![1])
         const byTarget = counts.get(name) ?? new Map<Target, number>()
@@ -148,14 +158,15 @@ console.log(
   `| case | ${targets.join(' | ')} | service / ceiling${BASELINE ? ' | service / baseline' : ''} |\n|---|${targets.map(() => '---|').join('')}---|${BASELINE ? '---|' : ''}`,
 )
 for (const [name, byTarget] of counts) {
-  const s = byTarget.get('service')!
-  const c = byTarget.get('ceiling')!
+  const s = byTarget.get('service')
+  const c = byTarget.get('ceiling')
   const b = byTarget.get('baseline')
+  const ratio = (x?: number, y?: number, digits = 2) => (x && y ? `${(x / y).toFixed(digits)}×` : '')
   console.log(
-    `| ${name} | ${targets.map((t) => k(byTarget.get(t))).join(' | ')} | ${(s / c).toFixed(2)}× |${b ? ` ${(s / b).toFixed(3)}× |` : ''}`,
+    `| ${name} | ${targets.map((t) => k(byTarget.get(t))).join(' | ')} | ${ratio(s, c)} |${BASELINE ? ` ${ratio(s, b, 3)} |` : ''}`,
   )
 }
 printed.write(
-  `Counted by valgrind (callgrind), user space only, ${N} requests per case at ${CONNECTIONS} connections after a warm-up: unmoved by other work on the machine. ` +
+  `Counted by valgrind (callgrind), the main thread's user-space instructions, ${N} requests per case at ${CONNECTIONS} connections after ${WARMUP} to warm up: unmoved by other work on the machine. ` +
     'The kernel\'s share (socket reads and writes) is not counted, so these ratios are lower than the CPU ratios of `make bench`; they show what a change saves.',
 )
