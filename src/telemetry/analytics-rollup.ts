@@ -1,0 +1,62 @@
+// The docs-search analytics rollup's refresh, run inside the service every minute (and at once
+// after an erasure): the hours touched since the last refresh are recomputed from the raw events
+// (src/repositories/telemetry-analytics-rollup.ts). One replica at a time (a session advisory
+// lock on a reserved connection; the others skip, as the lifecycle's do).
+import type { Database } from '../plugins/app/database.js'
+import { HOURS_PER_REFRESH, refreshAnalyticsRollup } from '../repositories/telemetry-analytics-rollup.js'
+import { runAsTheOnlyReplica } from './replica-lock.js'
+
+const LOCK_ID = 7_346_110_234 // arbitrary constant shared by every replica
+
+export interface AnalyticsRollupFigures {
+  /** epoch ms when the last completed refresh started (its data is at least that fresh), or null */
+  lastRefreshStartMs: number | null
+  /** how long it took */
+  lastRefreshMs: number | null
+  /** hours recomputed by this process */
+  hoursRecomputed: number
+}
+
+export class AnalyticsRollup {
+  readonly figures: AnalyticsRollupFigures = { lastRefreshStartMs: null, lastRefreshMs: null, hoursRecomputed: 0 }
+  #running: Promise<boolean> | null = null
+  #queued: Promise<boolean> | null = null
+
+  constructor(private readonly db: Database) {}
+
+  /**
+   * A refresh that starts after this call (one under way is waited for first, then one more
+   * runs; callers meanwhile share it). False when another replica holds the lock.
+   */
+  refresh(): Promise<boolean> {
+    this.#queued ??= (this.#running ?? Promise.resolve(true))
+      .catch(() => true)
+      .then(() => {
+        this.#queued = null
+        this.#running = this.#refresh().finally(() => (this.#running = null))
+        return this.#running
+      })
+    return this.#queued
+  }
+
+  /** Waits for the refreshes asked for (on close). */
+  async settled(): Promise<void> {
+    await this.#queued?.catch(() => {})
+    await this.#running?.catch(() => {})
+  }
+
+  #refresh(): Promise<boolean> {
+    return runAsTheOnlyReplica(this.db, LOCK_ID, async (connection) => {
+      const startMs = Date.now()
+      const started = performance.now()
+      // Until the log holds fewer hours than one refresh takes (after an upgrade: every hour).
+      for (;;) {
+        const { logged, recomputed } = await refreshAnalyticsRollup(connection)
+        this.figures.hoursRecomputed += recomputed
+        if (logged < HOURS_PER_REFRESH) break
+      }
+      this.figures.lastRefreshStartMs = startMs
+      this.figures.lastRefreshMs = performance.now() - started
+    })
+  }
+}
