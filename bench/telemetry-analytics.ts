@@ -46,11 +46,13 @@ export function watchFreshness(base: string) {
 }
 
 const ROLLUP_TABLES = [
+  'docs_search_analytics_slices',
   'docs_search_analytics_hours',
   'docs_search_analytics_days',
   'docs_search_analytics_spanning_searches',
   'docs_search_analytics_spanning_clicks',
   'docs_search_analytics_ranks',
+  'docs_search_analytics_rank_days',
 ]
 
 /**
@@ -77,7 +79,11 @@ export async function copyRollupDays(
           select attname as name from pg_attribute where attrelid = ${table}::regclass and attnum > 0 and not attisdropped order by attnum`
       ).map((c) => c.name)
       const select = columns.map((c) =>
-        c === 'hour_ms' || c === 'day_ms' ? `${c} + ${shift}` : c === 'query_id' ? `query_id || '#${day}'` : c,
+        c === 'slice_ms' || c === 'hour_ms' || c === 'day_ms'
+          ? `${c} + ${shift}`
+          : c === 'query_id'
+            ? `query_id || '#${day}'`
+            : c,
       )
       const rows = await bulk.unsafe(
         `insert into ${table} (${columns.join(', ')}) select ${select.join(', ')} from ${table} where ${columns[0]} >= ${from} and ${columns[0]} < ${from + DAY_MS}`,

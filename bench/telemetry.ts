@@ -33,6 +33,7 @@ import { METRICS_TARGETS_MS } from './telemetry-seed.js'
 import { recordPrinted } from './results-file.js'
 import { copyRollupDays, measureAnalytics, watchFreshness } from './telemetry-analytics.js'
 import { AnalyticsRollup } from '../src/telemetry/analytics-rollup.js'
+import { SLICE_MS } from '../src/repositories/telemetry-analytics-rollup.js'
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 100_000_000)
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8)
@@ -219,17 +220,19 @@ try {
   const refreshStarted = performance.now()
   while (!(await rollup.refresh())) await sleep(100)
   console.log(
-    `analytics rollup caught up after the top-up (the server's refresh under way, then this one, ${rollup.figures.hoursRecomputed} hours recomputed by it): ${fmt(performance.now() - refreshStarted)} ms`,
+    `analytics rollup caught up after the top-up (the server's refresh under way, then this one, ${rollup.figures.slicesRecomputed} slices recomputed by it): ${fmt(performance.now() - refreshStarted)} ms`,
   )
-  // One hour at the seed's density, as the refresh recomputes the current hour every minute.
-  const lastHour = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3_600_000
-  const [{ n: hourEvents } = { n: '0' }] = await bulk<{ n: string }[]>`
-    select count(*) as n from docs_search_events where emitted_at_ms >= ${lastHour} and emitted_at_ms < ${lastHour + 3_600_000}`
-  await bulk`insert into docs_search_analytics_dirty (hour_ms) values (${lastHour})`
-  const hourStarted = performance.now()
+  // The last whole 5-minute slice at the seed's density, as the refresh recomputes the current
+  // slice every minute (with the slices sharing a query id with it).
+  const lastSlice = Math.floor(Date.now() / SLICE_MS) * SLICE_MS - SLICE_MS
+  const [{ n: sliceEvents } = { n: '0' }] = await bulk<{ n: string }[]>`
+    select count(*) as n from docs_search_events where emitted_at_ms >= ${lastSlice} and emitted_at_ms < ${lastSlice + SLICE_MS}`
+  await bulk`insert into docs_search_analytics_dirty (slice_ms) values (${lastSlice})`
+  const before = rollup.figures.slicesRecomputed
+  const sliceStarted = performance.now()
   while (!(await rollup.refresh())) await sleep(100)
   console.log(
-    `analytics rollup refresh of one hour (${fmt(Number(hourEvents))} events, and the hours sharing a query id with it): ${fmt(performance.now() - hourStarted)} ms`,
+    `analytics rollup refresh of one 5-minute slice (${fmt(Number(sliceEvents))} events; ${rollup.figures.slicesRecomputed - before} slices recomputed with those sharing a query id with it): ${fmt(performance.now() - sliceStarted)} ms`,
   )
   const todayMs = Math.floor(NOW / DAY_MS) * DAY_MS
   const copied = await copyRollupDays(bulk, NOW - SPAN_MS, todayMs, 30)

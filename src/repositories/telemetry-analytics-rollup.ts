@@ -1,82 +1,85 @@
-// SQL of the docs-search analytics rollup (migration 0016): the hours that ingest or an erasure
-// touched are recomputed from the raw events, with every hour the rollup holds for a query id
-// found in them (docs_search_analytics_ids, kept by the refresh itself, wherever the events are).
-// A query id whose searches and clicks lie in one UTC day is settled into the per-hour rows (a
+// SQL of the docs-search analytics rollup (migration 0016): the 5-minute slices that ingest or an
+// erasure touched are recomputed from the raw events, with every slice the rollup holds for a
+// query id found in them (docs_search_analytics_ids, kept by the refresh itself, wherever the
+// events are); then their hours are summed from the slices, and their days from the hours.
+// A query id whose searches and clicks lie in one UTC day is settled into the per-slice rows (a
 // range of whole days holds all of it or none); one spanning days goes to the spanning tables,
 // paired when a range is read (telemetry-analytics.ts).
 import type { ReservedSql, Sql } from '../db/client.js'
 import { eventsSource, NORMALISED_QUERY_SQL, SESSIONS_KEPT } from './telemetry-analytics.js'
 
 const HOUR_MS = 3_600_000
+/** The unit the refresh recomputes: 5 minutes (docs/docs-search-analytics.md, Cost). */
+export const SLICE_MS = 300_000
 const DAY_MS = 86_400_000
 const SEARCH_OR_CLICK = `event in ('search_query', 'search_result_click')`
 
-// $1: the hours logged, $2: the query ids of erased events. Every hour the rollup holds for the
-// query ids of the logged hours' searches and clicks, and for the erased ids (those ids' events
-// may have changed: a search, a click or an erasure in one hour changes what the id's events in
-// its other hours count).
-const LINKED_HOURS_SQL = (EVENTS: string) => `
-  with logged(hour_ms) as (select distinct unnest($1::bigint[])),
+// $1: the slices logged, $2: the query ids of erased events. Every slice the rollup holds for the
+// query ids of the logged slices' searches and clicks, and for the erased ids (those ids' events
+// may have changed: a search, a click or an erasure in one slice changes what the id's events in
+// its other slices count).
+const LINKED_SLICES_SQL = (EVENTS: string) => `
+  with logged(slice_ms) as (select distinct unnest($1::bigint[])),
   ids as (
     select e.query_id
     from logged l
     cross join lateral (
       select query_id from ${EVENTS} as events
-      where emitted_at_ms >= l.hour_ms and emitted_at_ms < l.hour_ms + ${HOUR_MS} and ${SEARCH_OR_CLICK} and query_id <> ''
+      where emitted_at_ms >= l.slice_ms and emitted_at_ms < l.slice_ms + ${SLICE_MS} and ${SEARCH_OR_CLICK} and query_id <> ''
     ) e
     union
     select unnest($2::text[])
   )
-  select distinct unnest(s.hours) as hour_ms
+  select distinct unnest(s.slices) as slice_ms
   from ids join docs_search_analytics_ids s using (query_id)`
 
-// $1: the hours to recompute. The hours outside them that the rollup holds for the ids found in
+// $1: the slices to recompute. The slices outside them that the rollup holds for the ids found in
 // them: where the recompute reads those ids' other events (an archived day is read only if one
 // of them lies in it).
-const FAR_HOURS_SQL = `
-  select distinct h as hour_ms
-  from docs_search_analytics_ids s, unnest(s.hours) h
-  where s.hours && $1::bigint[] and h <> all($1::bigint[])`
+const FAR_SLICES_SQL = `
+  select distinct h as slice_ms
+  from docs_search_analytics_ids s, unnest(s.slices) h
+  where s.slices && $1::bigint[] and h <> all($1::bigint[])`
 
-// $1: the hours to recompute (their rows deleted before). `ev`: their searches and clicks;
-// `id_hours`: per query id found there, every hour holding its events (those the rollup held
-// outside $1, and its hours in $1 as read now), written back to docs_search_analytics_ids; an id
-// with events in more than one hour is read whole (`far`, through the query id index, or the
+// $1: the slices to recompute (their rows deleted before). `ev`: their searches and clicks;
+// `id_slices`: per query id found there, every slice holding its events (those the rollup held
+// outside $1, and its slices in $1 as read now), written back to docs_search_analytics_ids; an id
+// with events in more than one slice is read whole (`far`, through the query id index, or the
 // archived days' tables); per id, whether it stays within one day and has a click.
 const RECOMPUTE_SQL = (EVENTS: string) => `
-  with target(hour_ms) as (select distinct unnest($1::bigint[])),
+  with target(slice_ms) as (select distinct unnest($1::bigint[])),
   ev as materialized (
-    select t.hour_ms, e.*
+    select t.slice_ms, e.*
     from target t
     cross join lateral (
       select event, query_id, results_count, result_rank, session_id, emitted_at_ms,
              case when event = 'search_query' then ${NORMALISED_QUERY_SQL} end as query
       from ${EVENTS} as events
-      where emitted_at_ms >= t.hour_ms and emitted_at_ms < t.hour_ms + ${HOUR_MS} and ${SEARCH_OR_CLICK}
+      where emitted_at_ms >= t.slice_ms and emitted_at_ms < t.slice_ms + ${SLICE_MS} and ${SEARCH_OR_CLICK}
     ) e
   ),
-  id_hours as materialized (
+  id_slices as materialized (
     select i.query_id,
-           array(select h from unnest(coalesce(s.hours, '{}'::bigint[])) h where h <> all($1::bigint[])
-                 union select unnest(i.hours) order by 1) as hours
-    from (select query_id, array_agg(distinct hour_ms) as hours from ev where query_id <> '' group by query_id) i
+           array(select h from unnest(coalesce(s.slices, '{}'::bigint[])) h where h <> all($1::bigint[])
+                 union select unnest(i.slices) order by 1) as slices
+    from (select query_id, array_agg(distinct slice_ms) as slices from ev where query_id <> '' group by query_id) i
     left join docs_search_analytics_ids s using (query_id)
   ),
   ids_written as (
-    insert into docs_search_analytics_ids as s (query_id, hours)
-    select query_id, hours from id_hours
-    on conflict (query_id) do update set hours = excluded.hours
+    insert into docs_search_analytics_ids as s (query_id, slices)
+    select query_id, slices from id_slices
+    on conflict (query_id) do update set slices = excluded.slices
   ),
   far as materialized (
     select e.query_id, e.event, e.emitted_at_ms, case when e.event = 'search_query' then ${NORMALISED_QUERY_SQL} end as query
-    from (select query_id from id_hours where cardinality(hours) > 1) o
+    from (select query_id from id_slices where cardinality(slices) > 1) o
     join ${EVENTS} e on e.query_id = o.query_id
     where e.${SEARCH_OR_CLICK}
   ),
   all_ev as (
     select ev.query_id, ev.event, ev.emitted_at_ms, ev.query
-    from ev join id_hours i on i.query_id = ev.query_id
-    where cardinality(i.hours) = 1
+    from ev join id_slices i on i.query_id = ev.query_id
+    where cardinality(i.slices) = 1
     union all
     select query_id, event, emitted_at_ms, query from far
   ),
@@ -98,7 +101,7 @@ const RECOMPUTE_SQL = (EVENTS: string) => `
     where ev.event = 'search_result_click'
   ),
   per_query as (
-    select hour_ms, query, count(*) as searches,
+    select slice_ms, query, count(*) as searches,
            count(*) filter (where results_count = 0) as no_results,
            count(*) filter (where query_id <> '' and one_day and clicked) as with_click,
            count(*) filter (where results_count > 0 and (query_id = '' or (one_day and not clicked))) as no_click,
@@ -107,35 +110,58 @@ const RECOMPUTE_SQL = (EVENTS: string) => `
     from searches group by 1, 2
   ),
   per_query_ranks as (
-    select c.hour_ms, q.query, count(*) as ranked_clicks, sum(c.result_rank) as rank_sum
+    select c.slice_ms, q.query, count(*) as ranked_clicks, sum(c.result_rank) as rank_sum
     from clicks c join id_queries q on q.query_id = c.query_id
     where c.query_id <> '' and c.one_day and c.result_rank > 0
     group by 1, 2
   ),
-  hours_written as (
-    insert into docs_search_analytics_hours
-      (hour_ms, query, searches, no_results, with_click, no_click, unnamed, sessions, ranked_clicks, rank_sum)
-    select hour_ms, query, coalesce(p.searches, 0), coalesce(p.no_results, 0), coalesce(p.with_click, 0),
+  slices_written as (
+    insert into docs_search_analytics_slices
+      (slice_ms, query, searches, no_results, with_click, no_click, unnamed, sessions, ranked_clicks, rank_sum)
+    select slice_ms, query, coalesce(p.searches, 0), coalesce(p.no_results, 0), coalesce(p.with_click, 0),
            coalesce(p.no_click, 0), coalesce(p.unnamed, 0), coalesce(p.sessions, '{}'),
            coalesce(r.ranked_clicks, 0), coalesce(r.rank_sum, 0)
-    from per_query p full join per_query_ranks r using (hour_ms, query)
+    from per_query p full join per_query_ranks r using (slice_ms, query)
   ),
   spanning_searches as (
-    insert into docs_search_analytics_spanning_searches (hour_ms, query_id, query, searches, with_results)
-    select hour_ms, query_id, query, count(*), count(*) filter (where results_count > 0)
+    insert into docs_search_analytics_spanning_searches (slice_ms, query_id, query, searches, with_results)
+    select slice_ms, query_id, query, count(*), count(*) filter (where results_count > 0)
     from searches where query_id <> '' and not one_day
     group by 1, 2, 3
   ),
   spanning_clicks as (
-    insert into docs_search_analytics_spanning_clicks (hour_ms, query_id, clicks, ranked_clicks, rank_sum)
-    select hour_ms, query_id, count(*), count(*) filter (where result_rank > 0), coalesce(sum(result_rank) filter (where result_rank > 0), 0)
+    insert into docs_search_analytics_spanning_clicks (slice_ms, query_id, clicks, ranked_clicks, rank_sum)
+    select slice_ms, query_id, count(*), count(*) filter (where result_rank > 0), coalesce(sum(result_rank) filter (where result_rank > 0), 0)
     from clicks where query_id <> '' and not one_day
     group by 1, 2
   )
-  insert into docs_search_analytics_ranks (hour_ms, from_rank, clicks)
-  select hour_ms, case when result_rank <= 10 then result_rank when result_rank <= 20 then 11 else 21 end, count(*)
+  insert into docs_search_analytics_ranks (slice_ms, from_rank, clicks)
+  select slice_ms, case when result_rank <= 10 then result_rank when result_rank <= 20 then 11 else 21 end, count(*)
   from clicks where result_rank > 0
   group by 1, 2`
+
+// $1: the hours whose slices changed, summed again from them; their session ids merged (the
+// first SESSIONS_KEPT of the slices' ones: all of them, or as many as a threshold up to
+// SESSIONS_KEPT needs). The hourly series reads these rows.
+const HOURS_SQL = `
+  with sums as (
+    select h.hour_ms, s.query, sum(searches) as searches, sum(no_results) as no_results, sum(with_click) as with_click,
+           sum(no_click) as no_click, sum(unnamed) as unnamed, sum(ranked_clicks) as ranked_clicks, sum(rank_sum) as rank_sum
+    from unnest($1::bigint[]) h(hour_ms)
+    join docs_search_analytics_slices s on s.slice_ms >= h.hour_ms and s.slice_ms < h.hour_ms + ${HOUR_MS}
+    group by 1, 2
+  ),
+  sessions as (
+    select h.hour_ms, s.query, (array_agg(distinct id order by id))[1:${SESSIONS_KEPT}] as sessions
+    from unnest($1::bigint[]) h(hour_ms)
+    join docs_search_analytics_slices s on s.slice_ms >= h.hour_ms and s.slice_ms < h.hour_ms + ${HOUR_MS}
+    cross join unnest(s.sessions) id
+    group by 1, 2
+  )
+  insert into docs_search_analytics_hours
+    (hour_ms, query, searches, no_results, with_click, no_click, unnamed, sessions, ranked_clicks, rank_sum)
+  select hour_ms, query, searches, no_results, with_click, no_click, unnamed, coalesce(sessions, '{}'), ranked_clicks, rank_sum
+  from sums left join sessions using (hour_ms, query)`
 
 // $1: the days whose hours changed, summed again; their session ids merged (the first
 // SESSIONS_KEPT of the hours' ones: all of them, or as many as a threshold up to SESSIONS_KEPT needs).
@@ -159,29 +185,39 @@ const DAYS_SQL = `
   select day_ms, query, searches, no_results, with_click, no_click, unnamed, coalesce(sessions, '{}'), ranked_clicks, rank_sum
   from sums left join sessions using (day_ms, query)`
 
-const ROLLUP_TABLES = [
-  'docs_search_analytics_hours',
+// $1: the days whose slices changed: their clicks per rank bucket summed again.
+const RANK_DAYS_SQL = `
+  insert into docs_search_analytics_rank_days (day_ms, from_rank, clicks)
+  select d.day_ms, r.from_rank, sum(r.clicks)
+  from unnest($1::bigint[]) d(day_ms)
+  join docs_search_analytics_ranks r on r.slice_ms >= d.day_ms and r.slice_ms < d.day_ms + ${DAY_MS}
+  group by 1, 2`
+
+/** What the refresh recomputes per slice. */
+const SLICE_TABLES = [
+  'docs_search_analytics_slices',
   'docs_search_analytics_spanning_searches',
   'docs_search_analytics_spanning_clicks',
   'docs_search_analytics_ranks',
 ] as const
 
-/** Logged hours taken by one refresh: after an upgrade every stored hour is logged, and one
- * transaction over all of them would hold its locks and snapshot for minutes. */
-export const HOURS_PER_REFRESH = 6
+/** Logged slices taken by one refresh (an hour's): after an upgrade every stored slice is
+ * logged, and one transaction over all of them would hold its locks and snapshot for minutes. */
+export const SLICES_PER_REFRESH = 12
 
 export interface RefreshFigures {
-  /** hours logged by ingest or erasure since the last refresh */
+  /** slices logged by ingest or erasure since the last refresh */
   logged: number
-  /** hours recomputed (the logged ones and those sharing a query id with them) */
+  /** slices recomputed (the logged ones and those sharing a query id with them) */
   recomputed: number
 }
 
 /**
- * One refresh of at most HOURS_PER_REFRESH logged hours (the earliest), in one transaction (on a pool, or on a reserved connection that holds the refresh
- * lock): takes the log's rows (a batch that has not committed keeps its rows for the next
- * refresh; one that has is seen by the statements after), then recomputes their hours and the
- * hours linked to them by a query id.
+ * One refresh of at most SLICES_PER_REFRESH logged slices (the earliest), in one transaction (on
+ * a pool, or on a reserved connection that holds the refresh lock): takes the log's rows (a batch
+ * that has not committed keeps its rows for the next refresh; one that has is seen by the
+ * statements after), then recomputes their slices and the slices linked to them by a query id,
+ * and sums their hours and days again.
  */
 export async function refreshAnalyticsRollup(sql: Sql | ReservedSql): Promise<RefreshFigures> {
   if ('begin' in sql && typeof sql.begin === 'function')
@@ -198,59 +234,66 @@ export async function refreshAnalyticsRollup(sql: Sql | ReservedSql): Promise<Re
 }
 
 async function refreshIn(tx: Pick<Sql, 'unsafe'>): Promise<RefreshFigures> {
-  // Hours of a busy site take longer than the pool's statement timeout (a request's bound).
+  // Slices of a busy site can take longer than the pool's statement timeout (a request's bound).
   await tx.unsafe('set local statement_timeout = 0')
-  const logged = await tx.unsafe<{ hour_ms: string; query_id: string }[]>(
+  const logged = await tx.unsafe<{ slice_ms: string; query_id: string }[]>(
     `delete from docs_search_analytics_dirty
-     where hour_ms in (select distinct hour_ms from docs_search_analytics_dirty order by hour_ms limit ${HOURS_PER_REFRESH})
-     returning hour_ms, query_id`,
+     where slice_ms in (select distinct slice_ms from docs_search_analytics_dirty order by slice_ms limit ${SLICES_PER_REFRESH})
+     returning slice_ms, query_id`,
   )
   if (logged.length === 0) return { logged: 0, recomputed: 0 }
-  const loggedHours = [...new Set(logged.map((r) => Number(r.hour_ms)))]
+  const loggedSlices = [...new Set(logged.map((r) => Number(r.slice_ms)))]
   const erasedIds = [...new Set(logged.map((r) => r.query_id).filter((id) => id !== ''))]
-  const linked = await tx.unsafe<{ hour_ms: string }[]>(
-    LINKED_HOURS_SQL(await eventsSource(tx, overlapping(loggedHours))),
-    [loggedHours, erasedIds],
+  const linked = await tx.unsafe<{ slice_ms: string }[]>(
+    LINKED_SLICES_SQL(await eventsSource(tx, overlapping(loggedSlices))),
+    [loggedSlices, erasedIds],
   )
-  const hours = [...new Set([...loggedHours, ...linked.map((r) => Number(r.hour_ms))])].sort((a, b) => a - b)
-  for (const table of ROLLUP_TABLES) await tx.unsafe(`delete from ${table} where hour_ms = any($1::bigint[])`, [hours])
-  // The erased ids keep only their other hours (those with events left in these hours get theirs
-  // back from the recompute); an id left with none is forgotten.
+  const slices = [...new Set([...loggedSlices, ...linked.map((r) => Number(r.slice_ms))])].sort((a, b) => a - b)
+  for (const table of SLICE_TABLES) await tx.unsafe(`delete from ${table} where slice_ms = any($1::bigint[])`, [slices])
+  // The erased ids keep only their other slices (those with events left in these slices get
+  // theirs back from the recompute); an id left with none is forgotten.
   if (erasedIds.length > 0) {
     await tx.unsafe(
-      `update docs_search_analytics_ids set hours = array(select h from unnest(hours) h where h <> all($1::bigint[]) order by h)
+      `update docs_search_analytics_ids set slices = array(select h from unnest(slices) h where h <> all($1::bigint[]) order by h)
        where query_id = any($2::text[])`,
-      [hours, erasedIds],
+      [slices, erasedIds],
     )
-    await tx.unsafe(`delete from docs_search_analytics_ids where query_id = any($1::text[]) and hours = '{}'`, [
+    await tx.unsafe(`delete from docs_search_analytics_ids where query_id = any($1::text[]) and slices = '{}'`, [
       erasedIds,
     ])
   }
-  const far = await tx.unsafe<{ hour_ms: string }[]>(FAR_HOURS_SQL, [hours])
-  const read = [...hours, ...far.map((r) => Number(r.hour_ms))]
-  await tx.unsafe(RECOMPUTE_SQL(await eventsSource(tx, overlapping(read))), [hours])
-  const days = [...new Set(hours.map((hour) => Math.floor(hour / DAY_MS) * DAY_MS))]
+  const far = await tx.unsafe<{ slice_ms: string }[]>(FAR_SLICES_SQL, [slices])
+  const read = [...slices, ...far.map((r) => Number(r.slice_ms))]
+  await tx.unsafe(RECOMPUTE_SQL(await eventsSource(tx, overlapping(read))), [slices])
+  const hours = [...new Set(slices.map((slice) => Math.floor(slice / HOUR_MS) * HOUR_MS))]
+  await tx.unsafe(`delete from docs_search_analytics_hours where hour_ms = any($1::bigint[])`, [hours])
+  await tx.unsafe(HOURS_SQL, [hours])
+  const days = [...new Set(slices.map((slice) => Math.floor(slice / DAY_MS) * DAY_MS))]
   await tx.unsafe(`delete from docs_search_analytics_days where day_ms = any($1::bigint[])`, [days])
   await tx.unsafe(DAYS_SQL, [days])
-  return { logged: loggedHours.length, recomputed: hours.length }
+  await tx.unsafe(`delete from docs_search_analytics_rank_days where day_ms = any($1::bigint[])`, [days])
+  await tx.unsafe(RANK_DAYS_SQL, [days])
+  return { logged: loggedSlices.length, recomputed: slices.length }
 }
 
-/** Deletes the rollup rows of the hours (and whole days) before the one of `beforeMs` (retention: no event is kept before it). */
+/** Deletes the rollup rows of the slices, hours and whole days before the hour of `beforeMs` (retention: no event is kept before it). */
 export async function deleteAnalyticsRollupBefore(sql: Pick<Sql, 'unsafe'>, beforeMs: number): Promise<number> {
   beforeMs = Math.floor(beforeMs / HOUR_MS) * HOUR_MS
   let deleted = 0
-  for (const table of ROLLUP_TABLES)
-    deleted += (await sql.unsafe(`delete from ${table} where hour_ms < $1::bigint`, [beforeMs])).count
-  const days = await sql.unsafe(`delete from docs_search_analytics_days where day_ms + ${DAY_MS} <= $1::bigint`, [
+  for (const table of SLICE_TABLES)
+    deleted += (await sql.unsafe(`delete from ${table} where slice_ms < $1::bigint`, [beforeMs])).count
+  const hours = await sql.unsafe(`delete from docs_search_analytics_hours where hour_ms < $1::bigint`, [beforeMs])
+  let days = 0
+  for (const table of ['docs_search_analytics_days', 'docs_search_analytics_rank_days'])
+    days += (await sql.unsafe(`delete from ${table} where day_ms + ${DAY_MS} <= $1::bigint`, [beforeMs])).count
+  // An id whose last slice is gone; one with later slices keeps its earlier ones (recomputing a
+  // slice without events writes nothing).
+  const ids = await sql.unsafe(`delete from docs_search_analytics_ids where slices[cardinality(slices)] < $1::bigint`, [
     beforeMs,
   ])
-  // An id whose last hour is gone; one with later hours keeps its earlier ones (recomputing an
-  // hour without events writes nothing).
-  const ids = await sql.unsafe(`delete from docs_search_analytics_ids where hours[cardinality(hours)] < $1::bigint`, [
-    beforeMs,
-  ])
-  return deleted + days.count + ids.count
+  return deleted + hours.count + days + ids.count
 }
 
-/** Whether an archived day (its start, epoch ms) holds one of the hours. */
-const overlapping = (hours: number[]) => (dayMs: number) => hours.some((hour) => hour >= dayMs && hour < dayMs + DAY_MS)
+/** Whether an archived day (its start, epoch ms) holds one of the slices. */
+const overlapping = (slices: number[]) => (dayMs: number) =>
+  slices.some((slice) => slice >= dayMs && slice < dayMs + DAY_MS)

@@ -113,7 +113,8 @@ const COUNTED_SQL = (EVENTS: string, column: string) => `
 // The rollup (migration 0016, refreshed by src/telemetry/analytics-rollup.ts) over the days or
 // hours of [$1, $2). Per query: the per-hour rows, plus what the query ids spanning days add once paired
 // within the range (a search has a click when its id has one anywhere in the range).
-const ROLLUP_RANGE = `hour_ms >= $1::bigint and hour_ms < $2::bigint`
+const inRange = (column: string) => `${column} >= $1::bigint and ${column} < $2::bigint`
+const ROLLUP_RANGE = inRange('slice_ms')
 const SPANNING_CTE = `
   spanning_ids as (
     select query_id, sum(clicks) > 0 as clicked, sum(ranked_clicks) as ranked_clicks, sum(rank_sum) as rank_sum
@@ -121,7 +122,7 @@ const SPANNING_CTE = `
     group by query_id
   ),
   spanning_searches as (
-    select s.hour_ms, s.query_id, s.query, s.searches, s.with_results, coalesce(c.clicked, false) as clicked
+    select s.slice_ms, s.query_id, s.query, s.searches, s.with_results, coalesce(c.clicked, false) as clicked
     from docs_search_analytics_spanning_searches s left join spanning_ids c using (query_id)
     where s.${ROLLUP_RANGE}
   )`
@@ -187,7 +188,7 @@ const POSITIONS_SQL = `
     union all select 21, null
   ),
   counted as (
-    select from_rank, sum(clicks) as clicks from docs_search_analytics_ranks where ${ROLLUP_RANGE} group by from_rank
+    select from_rank, sum(clicks) as clicks from docs_search_analytics_rank_days where ${inRange('day_ms')} group by from_rank
   )
   select b.from_rank, b.to_rank, coalesce(c.clicks, 0)::int as clicks
   from buckets b left join counted c using (from_rank)
@@ -200,7 +201,7 @@ const SERIES_SQL = `
   counted as (
     select (hour_ms - $1::bigint) / $3::bigint * $3::bigint + $1::bigint as start_ms,
            sum(searches) as total, sum(no_results) as zero, sum(with_click) as clicked
-    from docs_search_analytics_hours where ${ROLLUP_RANGE} and $3::bigint < ${DAY_MS}
+    from docs_search_analytics_hours where ${inRange('hour_ms')} and $3::bigint < ${DAY_MS}
     group by 1
     union all
     select (day_ms - $1::bigint) / $3::bigint * $3::bigint + $1::bigint as start_ms,
@@ -208,7 +209,7 @@ const SERIES_SQL = `
     from docs_search_analytics_days where day_ms >= $1::bigint and day_ms < $2::bigint and $3::bigint >= ${DAY_MS}
     group by 1
     union all
-    select (hour_ms - $1::bigint) / $3::bigint * $3::bigint + $1::bigint, 0, 0, sum(searches)
+    select (slice_ms - $1::bigint) / $3::bigint * $3::bigint + $1::bigint, 0, 0, sum(searches)
     from spanning_searches where clicked
     group by 1
   ),

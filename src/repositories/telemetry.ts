@@ -205,16 +205,17 @@ export function wholeMinutesAndHours(fromMs: number, toMs: number): [number, num
     : [minutesStart, minutesEnd, minutesEnd, minutesEnd]
 }
 
-// A session's events out of one table ($1: the session id), their hours and query ids logged for
-// the analytics rollup's next refresh (which also recomputes the hours sharing those query ids).
+// A session's events out of one table ($1: the session id), their 5-minute slices and query ids
+// logged for the analytics rollup's next refresh (which also recomputes the slices sharing those
+// query ids).
 const eraseStatement = (table: string) => `
   with erased as (
     delete from "${table.replaceAll('"', '""')}" where session_id = $1 and session_id <> ''
     returning emitted_at_ms, query_id, event
   ),
   logged as (
-    insert into docs_search_analytics_dirty (hour_ms, query_id)
-    select distinct (emitted_at_ms / 3600000) * 3600000, query_id from erased
+    insert into docs_search_analytics_dirty (slice_ms, query_id)
+    select distinct (emitted_at_ms / 300000) * 300000, query_id from erased
     where event in ('search_query', 'search_result_click')
   )
   select count(*) as n from erased`

@@ -3,7 +3,7 @@
 // (src/repositories/telemetry-analytics-rollup.ts). One replica at a time (a session advisory
 // lock on a reserved connection; the others skip, as the lifecycle's do).
 import type { Database } from '../plugins/app/database.js'
-import { HOURS_PER_REFRESH, refreshAnalyticsRollup } from '../repositories/telemetry-analytics-rollup.js'
+import { SLICES_PER_REFRESH, refreshAnalyticsRollup } from '../repositories/telemetry-analytics-rollup.js'
 import { runAsTheOnlyReplica } from './replica-lock.js'
 
 const LOCK_ID = 7_346_110_234 // arbitrary constant shared by every replica
@@ -13,12 +13,12 @@ export interface AnalyticsRollupFigures {
   lastRefreshStartMs: number | null
   /** how long it took */
   lastRefreshMs: number | null
-  /** hours recomputed by this process */
-  hoursRecomputed: number
+  /** slices recomputed by this process */
+  slicesRecomputed: number
 }
 
 export class AnalyticsRollup {
-  readonly figures: AnalyticsRollupFigures = { lastRefreshStartMs: null, lastRefreshMs: null, hoursRecomputed: 0 }
+  readonly figures: AnalyticsRollupFigures = { lastRefreshStartMs: null, lastRefreshMs: null, slicesRecomputed: 0 }
   #running: Promise<boolean> | null = null
   #queued: Promise<boolean> | null = null
 
@@ -49,11 +49,11 @@ export class AnalyticsRollup {
     return runAsTheOnlyReplica(this.db, LOCK_ID, async (connection) => {
       const startMs = Date.now()
       const started = performance.now()
-      // Until the log holds fewer hours than one refresh takes (after an upgrade: every hour).
+      // Until the log holds fewer slices than one refresh takes (after an upgrade: every slice).
       for (;;) {
         const { logged, recomputed } = await refreshAnalyticsRollup(connection)
-        this.figures.hoursRecomputed += recomputed
-        if (logged < HOURS_PER_REFRESH) break
+        this.figures.slicesRecomputed += recomputed
+        if (logged < SLICES_PER_REFRESH) break
       }
       this.figures.lastRefreshStartMs = startMs
       this.figures.lastRefreshMs = performance.now() - started

@@ -20,7 +20,7 @@ import {
   SESSIONS_KEPT,
   type AnalyticsRange,
 } from '../../src/repositories/telemetry-analytics.js'
-import { HOURS_PER_REFRESH, refreshAnalyticsRollup } from '../../src/repositories/telemetry-analytics-rollup.js'
+import { refreshAnalyticsRollup, SLICES_PER_REFRESH } from '../../src/repositories/telemetry-analytics-rollup.js'
 import { createTestDatabase } from '../helpers/database.js'
 
 const DAY = 86_400_000
@@ -37,13 +37,13 @@ async function empty() {
   for (const name of await archiveNames(sql)) await sql.unsafe(`drop table "${name}"`)
   for (const p of await lifecycle.partitions())
     if (p.name !== 'docs_search_events_default') await sql.unsafe(`drop table "${p.name}"`)
-  await sql`truncate docs_search_events, docs_search_queries, docs_search_analytics_dirty, docs_search_analytics_hours, docs_search_analytics_days,
+  await sql`truncate docs_search_events, docs_search_queries, docs_search_analytics_dirty, docs_search_analytics_slices, docs_search_analytics_hours, docs_search_analytics_days, docs_search_analytics_rank_days,
     docs_search_analytics_spanning_searches, docs_search_analytics_spanning_clicks, docs_search_analytics_ranks, docs_search_analytics_ids`
 }
 
-/** Refreshes the rollup until the log is empty (one refresh takes HOURS_PER_REFRESH hours at most). */
+/** Refreshes the rollup until the log is empty (one refresh takes SLICES_PER_REFRESH slices at most). */
 async function refresh() {
-  while ((await refreshAnalyticsRollup(sql)).logged >= HOURS_PER_REFRESH);
+  while ((await refreshAnalyticsRollup(sql)).logged >= SLICES_PER_REFRESH);
 }
 
 /** Moves one day's events into its own partition and archives it, as retention does past the KPI horizon. */

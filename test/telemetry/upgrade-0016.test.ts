@@ -57,8 +57,8 @@ t.test('every event stored before or during the migration reaches the refreshed 
   }
   const refreshed = await answers()
   t.ok(refreshed.searches.length > 0)
-  await db.sql`truncate docs_search_analytics_hours, docs_search_analytics_days, docs_search_analytics_ranks, docs_search_analytics_ids,
+  await db.sql`truncate docs_search_analytics_slices, docs_search_analytics_hours, docs_search_analytics_days, docs_search_analytics_ranks, docs_search_analytics_rank_days, docs_search_analytics_ids,
     docs_search_analytics_spanning_searches, docs_search_analytics_spanning_clicks`
-  await db.sql`insert into docs_search_analytics_dirty (hour_ms) select distinct (emitted_at_ms / 3600000) * 3600000 from docs_search_events`
+  await db.sql`insert into docs_search_analytics_dirty (slice_ms) select distinct (emitted_at_ms / 300000) * 300000 from docs_search_events`
   t.same(refreshed, await answers(), 'as rebuilt from every event')
 })
