@@ -219,14 +219,18 @@ export interface RefreshFigures {
  * statements after), then recomputes their slices and the slices linked to them by a query id,
  * and sums their hours and days again.
  */
-export async function refreshAnalyticsRollup(sql: Sql | ReservedSql): Promise<RefreshFigures> {
-  if ('begin' in sql && typeof sql.begin === 'function')
-    return (sql as Sql).begin((tx) => refreshIn(tx)) as Promise<RefreshFigures>
+export function refreshAnalyticsRollup(sql: Sql | ReservedSql): Promise<RefreshFigures> {
+  return inTransaction(sql, refreshIn)
+}
+
+/** `work` in one transaction: on a pool, or on a reserved connection (begin and commit sent on it). */
+async function inTransaction<T>(sql: Sql | ReservedSql, work: (tx: Pick<Sql, 'unsafe'>) => Promise<T>): Promise<T> {
+  if ('begin' in sql && typeof sql.begin === 'function') return (sql as Sql).begin((tx) => work(tx)) as Promise<T>
   await sql.unsafe('begin')
   try {
-    const figures = await refreshIn(sql)
+    const result = await work(sql)
     await sql.unsafe('commit')
-    return figures
+    return result
   } catch (err) {
     await sql.unsafe('rollback')
     throw err
@@ -277,8 +281,11 @@ async function refreshIn(tx: Pick<Sql, 'unsafe'>): Promise<RefreshFigures> {
 }
 
 /** Deletes the rollup rows of the slices, hours and whole days before the hour of `beforeMs` (retention: no event is kept before it). */
-export async function deleteAnalyticsRollupBefore(sql: Pick<Sql, 'unsafe'>, beforeMs: number): Promise<number> {
-  beforeMs = Math.floor(beforeMs / HOUR_MS) * HOUR_MS
+export function deleteAnalyticsRollupBefore(sql: Sql | ReservedSql, beforeMs: number): Promise<number> {
+  return inTransaction(sql, (tx) => deleteBefore(tx, Math.floor(beforeMs / HOUR_MS) * HOUR_MS))
+}
+
+async function deleteBefore(sql: Pick<Sql, 'unsafe'>, beforeMs: number): Promise<number> {
   let deleted = 0
   for (const table of SLICE_TABLES)
     deleted += (await sql.unsafe(`delete from ${table} where slice_ms < $1::bigint`, [beforeMs])).count

@@ -3,7 +3,7 @@
 // whole days, rollup rows no KPI window can reach deleted.
 // One replica at a time (a session advisory lock on a reserved connection; the others skip).
 import type { FastifyBaseLogger } from 'fastify'
-import type { Sql } from '../db/client.js'
+import type { ReservedSql } from '../db/client.js'
 import type { Database } from '../plugins/app/database.js'
 import { deleteAnalyticsRollupBefore } from '../repositories/telemetry-analytics-rollup.js'
 import { runAsTheOnlyReplica } from './replica-lock.js'
@@ -81,7 +81,7 @@ export class TelemetryLifecycle {
     )
   }
 
-  async #maintain(repo: TelemetryLifecycleRepository, connection: Pick<Sql, 'unsafe'>): Promise<void> {
+  async #maintain(repo: TelemetryLifecycleRepository, connection: ReservedSql): Promise<void> {
     const { retentionDays, aheadDays = 2, log } = this.options
     const now = this.options.now().getTime()
     const cutoff = now - retentionDays * DAY_MS
@@ -157,7 +157,7 @@ export class TelemetryLifecycle {
     const { queries, buckets } = await repo.deleteUnreachableRollups(horizon)
     this.figures.rollupRowsDropped += queries + buckets
     this.figures.oldestEventMs = await repo.oldestEventMs()
-    // The analytics rollup's hours of the days retention dropped: before its cutoff's day and
+    // The analytics rollup's rows of the days retention dropped: before its cutoff's day and
     // before the oldest event kept (a day whose drop gave way to ingest keeps its rows).
     const dropped = Math.floor(cutoff / DAY_MS) * DAY_MS
     this.figures.rollupRowsDropped += await deleteAnalyticsRollupBefore(
