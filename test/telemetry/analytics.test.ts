@@ -284,6 +284,32 @@ t.test('thresholds past the session ids a row keeps: merged over hours and days,
   t.same(await listed(SESSIONS_KEPT + 3), [])
 })
 
+t.test('an erased session leaves a row that kept as many session ids as it could', async (t) => {
+  await empty()
+  // SESSIONS_KEPT + 1 sessions in one slice: the row keeps the least SESSIONS_KEPT ids
+  const sessions = Array.from({ length: SESSIONS_KEPT + 1 }, (_, i) => `s${String(i).padStart(2, '0')}`)
+  await telemetry.append(
+    sessions.map((session_id) => ({
+      event: 'search_query',
+      emitted_at_ms: START + HOUR,
+      session_id,
+      query_text: 'install',
+      results_count: 1,
+    })),
+  )
+  await refresh()
+  const range = { fromMs: START, toMs: START + DAY }
+  const listed = async () => (await analytics.searches(range, SESSIONS_KEPT, 10)).map((r) => [r.query, r.count])
+  t.same(await listed(), [['install', SESSIONS_KEPT + 1]])
+  // one of the kept ids erased: the session past them still counts
+  await sql.begin((tx) => createTelemetryRepository(tx).eraseSession('s00'))
+  await refresh()
+  t.same(await listed(), [['install', SESSIONS_KEPT]], 'still listed: the other sessions reach the threshold')
+  await sql.begin((tx) => createTelemetryRepository(tx).eraseSession('s01'))
+  await refresh()
+  t.same(await listed(), [], 'one session fewer than the threshold')
+})
+
 t.test('the normalisation: trim, lower case, collapsed whitespace, NFC', async (t) => {
   t.equal(normaliseQuery('  Set \t\n UP '), 'set up')
   t.equal(normaliseQuery('CAFE\u0301'), 'caf\u00e9')
