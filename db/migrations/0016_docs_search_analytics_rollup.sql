@@ -89,9 +89,16 @@ create table docs_search_analytics_spanning_clicks (
 -- reads the id's events in them wherever they are kept (a daily partition or an archived day). Kept by the
 -- analytics alone: the KPI rollup's spans (docs_search_queries) are deleted past the KPI horizon,
 -- and an archived day has no query id index to find them by.
+-- With them, the state the id's share of those slices was computed with: whether its events lie
+-- within one UTC day, whether it has a click, and the queries it was asked as. A new event of the
+-- id recomputes its own slice whole, and in its other slices only the id's share, from this state
+-- to the new one.
 create table docs_search_analytics_ids (
   query_id text primary key,
-  slices bigint[] not null
+  slices bigint[] not null,
+  one_day boolean not null,
+  clicked boolean not null,
+  queries text[] not null
 );
 -- The ids holding a slice the refresh recomputes.
 create index docs_search_analytics_ids_slices on docs_search_analytics_ids using gin (slices);

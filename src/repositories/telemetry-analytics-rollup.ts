@@ -41,11 +41,14 @@ const FAR_SLICES_SQL = `
   from docs_search_analytics_ids s, unnest(s.slices) h
   where s.slices && $1::bigint[] and h <> all($1::bigint[])`
 
-// $1: the slices to recompute (their rows deleted before). `ev`: their searches and clicks;
-// `id_slices`: per query id found there, every slice holding its events (those the rollup held
-// outside $1, and its slices in $1 as read now), written back to docs_search_analytics_ids; an id
-// with events in more than one slice is read whole (`far`, through the query id index, or the
-// archived days' tables); per id, whether it stays within one day and has a click.
+// $1: the slices to recompute (their rows deleted before); $2: the slices linked to them by a
+// query id, where only those ids' share changes; $3: the query ids of erased events.
+// `ev`: the searches and clicks of $1; `id_slices`: per query id found there, every slice holding
+// its events (those the rollup held outside $1, and its slices in $1 as read now), written back
+// to docs_search_analytics_ids; an id with events in more than one slice, or erased, is read whole
+// (`far`, through the query id index, or the archived days' tables); per id, whether it stays
+// within one day, has a click, and the queries it was asked as: `new_state`, beside `old_state`,
+// what the rollup holds for it (the state its share of every slice was computed with).
 const RECOMPUTE_SQL = (EVENTS: string) => `
   with target(slice_ms) as (select distinct unnest($1::bigint[])),
   ev as materialized (
@@ -65,14 +68,11 @@ const RECOMPUTE_SQL = (EVENTS: string) => `
     from (select query_id, array_agg(distinct slice_ms) as slices from ev where query_id <> '' group by query_id) i
     left join docs_search_analytics_ids s using (query_id)
   ),
-  ids_written as (
-    insert into docs_search_analytics_ids as s (query_id, slices)
-    select query_id, slices from id_slices
-    on conflict (query_id) do update set slices = excluded.slices
-  ),
   far as materialized (
-    select e.query_id, e.event, e.emitted_at_ms, case when e.event = 'search_query' then ${NORMALISED_QUERY_SQL} end as query
-    from (select query_id from id_slices where cardinality(slices) > 1) o
+    select e.query_id, e.event, e.emitted_at_ms, (e.emitted_at_ms / ${SLICE_MS}) * ${SLICE_MS} as slice_ms,
+           e.results_count, e.result_rank,
+           case when e.event = 'search_query' then ${NORMALISED_QUERY_SQL} end as query
+    from (select query_id from id_slices where cardinality(slices) > 1 union select unnest($3::text[])) o
     join ${EVENTS} e on e.query_id = o.query_id
     where e.${SEARCH_OR_CLICK}
   ),
@@ -90,6 +90,82 @@ const RECOMPUTE_SQL = (EVENTS: string) => `
     from all_ev group by query_id
   ),
   id_queries as (select distinct query_id, query from all_ev where event = 'search_query'),
+  new_state as materialized (
+    select i.query_id, i.one_day, i.clicked,
+           array(select q.query from id_queries q where q.query_id = i.query_id order by 1) as queries
+    from ids i
+  ),
+  old_state as materialized (
+    select s.query_id, s.one_day, s.clicked, s.queries
+    from docs_search_analytics_ids s where s.query_id in (select query_id from ids)
+  ),
+  ids_written as (
+    insert into docs_search_analytics_ids as s (query_id, slices, one_day, clicked, queries)
+    select n.query_id, coalesce(i.slices, '{}'), n.one_day, n.clicked, n.queries
+    from new_state n left join id_slices i using (query_id)
+    where i.query_id is not null or n.query_id in (select query_id from old_state)
+    on conflict (query_id) do update set
+      slices = case when excluded.slices = '{}' then s.slices else excluded.slices end,
+      one_day = excluded.one_day, clicked = excluded.clicked, queries = excluded.queries
+  ),
+  -- The linked slices: the ids' events there, and their share of the slice rows under the old and
+  -- the new state (a one-day id's searches with or without a click, its ranked clicks once per
+  -- query), the difference added to the rows.
+  lev as (select * from far where slice_ms = any($2::bigint[])),
+  states as (
+    select query_id, 1 as sign, one_day, clicked, queries from new_state
+    union all
+    select query_id, -1, one_day, clicked, queries from old_state
+  ),
+  shares as (
+    select st.sign, l.slice_ms, l.query, st.clicked::int as with_click,
+           (not st.clicked and l.results_count > 0)::int as no_click, 0 as ranked_clicks, 0 as rank_sum
+    from lev l join states st using (query_id)
+    where l.event = 'search_query' and st.one_day
+    union all
+    select st.sign, l.slice_ms, q.query, 0, 0, 1, l.result_rank
+    from lev l join states st using (query_id) cross join unnest(st.queries) q(query)
+    where l.event = 'search_result_click' and l.result_rank > 0 and st.one_day
+  ),
+  deltas as (
+    select slice_ms, query, sum(sign * with_click) as with_click, sum(sign * no_click) as no_click,
+           sum(sign * ranked_clicks) as ranked_clicks, sum(sign * rank_sum) as rank_sum
+    from shares group by 1, 2
+  ),
+  slices_changed as (
+    insert into docs_search_analytics_slices as s
+      (slice_ms, query, searches, no_results, with_click, no_click, unnamed, sessions, ranked_clicks, rank_sum)
+    select slice_ms, query, 0, 0, with_click, no_click, 0, '{}', ranked_clicks, rank_sum
+    from deltas where with_click <> 0 or no_click <> 0 or ranked_clicks <> 0 or rank_sum <> 0
+    on conflict (slice_ms, query) do update set
+      with_click = s.with_click + excluded.with_click, no_click = s.no_click + excluded.no_click,
+      ranked_clicks = s.ranked_clicks + excluded.ranked_clicks, rank_sum = s.rank_sum + excluded.rank_sum
+  ),
+  -- an id that now spans days leaves the slice rows for the spanning ones there, and back
+  moved as (
+    select n.query_id, n.one_day from new_state n join old_state o using (query_id) where n.one_day <> o.one_day
+  ),
+  spanning_searches_out as (
+    delete from docs_search_analytics_spanning_searches
+    where slice_ms = any($2::bigint[]) and query_id in (select query_id from moved where one_day)
+  ),
+  spanning_clicks_out as (
+    delete from docs_search_analytics_spanning_clicks
+    where slice_ms = any($2::bigint[]) and query_id in (select query_id from moved where one_day)
+  ),
+  spanning_searches_in as (
+    insert into docs_search_analytics_spanning_searches (slice_ms, query_id, query, searches, with_results)
+    select slice_ms, query_id, query, count(*), count(*) filter (where results_count > 0)
+    from lev where event = 'search_query' and query_id in (select query_id from moved where not one_day)
+    group by 1, 2, 3
+  ),
+  spanning_clicks_in as (
+    insert into docs_search_analytics_spanning_clicks (slice_ms, query_id, clicks, ranked_clicks, rank_sum)
+    select slice_ms, query_id, count(*), count(*) filter (where result_rank > 0),
+           coalesce(sum(result_rank) filter (where result_rank > 0), 0)
+    from lev where event = 'search_result_click' and query_id in (select query_id from moved where not one_day)
+    group by 1, 2
+  ),
   searches as (
     select ev.*, coalesce(i.one_day, true) as one_day, coalesce(i.clicked, false) as clicked
     from ev left join ids i on i.query_id = ev.query_id and ev.query_id <> ''
@@ -208,8 +284,10 @@ export const SLICES_PER_REFRESH = 12
 export interface RefreshFigures {
   /** slices logged by ingest or erasure since the last refresh */
   logged: number
-  /** slices recomputed (the logged ones and those sharing a query id with them) */
+  /** slices recomputed whole (the logged ones) */
   recomputed: number
+  /** slices where only the share of the logged slices' query ids was recomputed */
+  linked: number
 }
 
 /**
@@ -245,30 +323,43 @@ async function refreshIn(tx: Pick<Sql, 'unsafe'>): Promise<RefreshFigures> {
      where slice_ms in (select distinct slice_ms from docs_search_analytics_dirty order by slice_ms limit ${SLICES_PER_REFRESH})
      returning slice_ms, query_id`,
   )
-  if (logged.length === 0) return { logged: 0, recomputed: 0 }
-  const loggedSlices = [...new Set(logged.map((r) => Number(r.slice_ms)))]
+  if (logged.length === 0) return { logged: 0, recomputed: 0, linked: 0 }
+  const loggedSlices = [...new Set(logged.map((r) => Number(r.slice_ms)))].sort((a, b) => a - b)
   const erasedIds = [...new Set(logged.map((r) => r.query_id).filter((id) => id !== ''))]
-  const linked = await tx.unsafe<{ slice_ms: string }[]>(
+  // The other slices of the ids found in the logged ones: only those ids' share of them changes,
+  // unless a slice is itself still in the log (a later refresh recomputes it whole).
+  const linkedRows = await tx.unsafe<{ slice_ms: string }[]>(
     LINKED_SLICES_SQL(await eventsSource(tx, overlapping(loggedSlices))),
     [loggedSlices, erasedIds],
   )
-  const slices = [...new Set([...loggedSlices, ...linked.map((r) => Number(r.slice_ms))])].sort((a, b) => a - b)
-  for (const table of SLICE_TABLES) await tx.unsafe(`delete from ${table} where slice_ms = any($1::bigint[])`, [slices])
-  // The erased ids keep only their other slices (those with events left in these slices get
+  const candidates = linkedRows.map((r) => Number(r.slice_ms)).filter((slice) => !loggedSlices.includes(slice))
+  const stillLogged = new Set(
+    (
+      await tx.unsafe<{ slice_ms: string }[]>(
+        `select distinct slice_ms from docs_search_analytics_dirty where slice_ms = any($1::bigint[])`,
+        [candidates],
+      )
+    ).map((r) => Number(r.slice_ms)),
+  )
+  const linked = [...new Set(candidates.filter((slice) => !stillLogged.has(slice)))].sort((a, b) => a - b)
+  for (const table of SLICE_TABLES)
+    await tx.unsafe(`delete from ${table} where slice_ms = any($1::bigint[])`, [loggedSlices])
+  // The erased ids keep only their other slices (those with events left in the logged slices get
   // theirs back from the recompute); an id left with none is forgotten.
   if (erasedIds.length > 0) {
     await tx.unsafe(
       `update docs_search_analytics_ids set slices = array(select h from unnest(slices) h where h <> all($1::bigint[]) order by h)
        where query_id = any($2::text[])`,
-      [slices, erasedIds],
+      [loggedSlices, erasedIds],
     )
     await tx.unsafe(`delete from docs_search_analytics_ids where query_id = any($1::text[]) and slices = '{}'`, [
       erasedIds,
     ])
   }
-  const far = await tx.unsafe<{ slice_ms: string }[]>(FAR_SLICES_SQL, [slices])
-  const read = [...slices, ...far.map((r) => Number(r.slice_ms))]
-  await tx.unsafe(RECOMPUTE_SQL(await eventsSource(tx, overlapping(read))), [slices])
+  const far = await tx.unsafe<{ slice_ms: string }[]>(FAR_SLICES_SQL, [loggedSlices])
+  const read = [...loggedSlices, ...linked, ...far.map((r) => Number(r.slice_ms))]
+  await tx.unsafe(RECOMPUTE_SQL(await eventsSource(tx, overlapping(read))), [loggedSlices, linked, erasedIds])
+  const slices = [...loggedSlices, ...linked]
   const hours = [...new Set(slices.map((slice) => Math.floor(slice / HOUR_MS) * HOUR_MS))]
   await tx.unsafe(`delete from docs_search_analytics_hours where hour_ms = any($1::bigint[])`, [hours])
   await tx.unsafe(HOURS_SQL, [hours])
@@ -277,7 +368,7 @@ async function refreshIn(tx: Pick<Sql, 'unsafe'>): Promise<RefreshFigures> {
   await tx.unsafe(DAYS_SQL, [days])
   await tx.unsafe(`delete from docs_search_analytics_rank_days where day_ms = any($1::bigint[])`, [days])
   await tx.unsafe(RANK_DAYS_SQL, [days])
-  return { logged: loggedSlices.length, recomputed: slices.length }
+  return { logged: loggedSlices.length, recomputed: loggedSlices.length, linked: linked.length }
 }
 
 /** Deletes the rollup rows of the slices, hours and whole days before the hour of `beforeMs` (retention: no event is kept before it). */

@@ -1,5 +1,5 @@
 // The docs-search analytics rollup's refresh, run inside the service every minute (and at once
-// after an erasure): the hours touched since the last refresh are recomputed from the raw events
+// after an erasure): the 5-minute slices touched since the last refresh are recomputed from the raw events
 // (src/repositories/telemetry-analytics-rollup.ts). One replica at a time (a session advisory
 // lock on a reserved connection; the others skip, as the lifecycle's do).
 import type { Database } from '../plugins/app/database.js'
@@ -13,12 +13,19 @@ export interface AnalyticsRollupFigures {
   lastRefreshStartMs: number | null
   /** how long it took */
   lastRefreshMs: number | null
-  /** slices recomputed by this process */
+  /** slices recomputed whole by this process */
   slicesRecomputed: number
+  /** slices where this process recomputed the share of query ids linked to other slices */
+  slicesLinked: number
 }
 
 export class AnalyticsRollup {
-  readonly figures: AnalyticsRollupFigures = { lastRefreshStartMs: null, lastRefreshMs: null, slicesRecomputed: 0 }
+  readonly figures: AnalyticsRollupFigures = {
+    lastRefreshStartMs: null,
+    lastRefreshMs: null,
+    slicesRecomputed: 0,
+    slicesLinked: 0,
+  }
   #running: Promise<boolean> | null = null
   #queued: Promise<boolean> | null = null
 
@@ -51,8 +58,9 @@ export class AnalyticsRollup {
       const started = performance.now()
       // Until the log holds fewer slices than one refresh takes (after an upgrade: every slice).
       for (;;) {
-        const { logged, recomputed } = await refreshAnalyticsRollup(connection)
+        const { logged, recomputed, linked } = await refreshAnalyticsRollup(connection)
         this.figures.slicesRecomputed += recomputed
+        this.figures.slicesLinked += linked
         if (logged < SLICES_PER_REFRESH) break
       }
       this.figures.lastRefreshStartMs = startMs
