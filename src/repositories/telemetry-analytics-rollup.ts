@@ -91,9 +91,9 @@ const RECOMPUTE_SQL = (EVENTS: string) => `
   ),
   id_queries as (select distinct query_id, query from all_ev where event = 'search_query'),
   new_state as materialized (
-    select i.query_id, i.one_day, i.clicked,
-           array(select q.query from id_queries q where q.query_id = i.query_id order by 1) as queries
+    select i.query_id, i.one_day, i.clicked, coalesce(q.queries, '{}') as queries
     from ids i
+    left join (select query_id, array_agg(query order by query) as queries from id_queries group by query_id) q using (query_id)
   ),
   old_state as materialized (
     select s.query_id, s.one_day, s.clicked, s.queries
