@@ -31,7 +31,7 @@ const LINKED_SLICES_SQL = (EVENTS: string) => `
     select unnest($2::text[])
   )
   select distinct unnest(s.slices) as slice_ms
-  from ids join docs_search_analytics_ids s using (query_id)`
+  from docs_search_analytics_ids s where s.query_id = any(array(select query_id from ids))`
 
 // $1: the slices to recompute. The slices outside them that the rollup holds for the ids found in
 // them: where the recompute reads those ids' other events (an archived day is read only if one
@@ -66,7 +66,7 @@ const RECOMPUTE_SQL = (EVENTS: string) => `
            array(select h from unnest(coalesce(s.slices, '{}'::bigint[])) h where h <> all($1::bigint[])
                  union select unnest(i.slices) order by 1) as slices
     from (select query_id, array_agg(distinct slice_ms) as slices from ev where query_id <> '' group by query_id) i
-    left join docs_search_analytics_ids s using (query_id)
+    left join lateral (select slices from docs_search_analytics_ids s where s.query_id = i.query_id) s on true
   ),
   far as materialized (
     select e.query_id, e.event, e.emitted_at_ms, (e.emitted_at_ms / ${SLICE_MS}) * ${SLICE_MS} as slice_ms,
@@ -97,7 +97,7 @@ const RECOMPUTE_SQL = (EVENTS: string) => `
   ),
   old_state as materialized (
     select s.query_id, s.one_day, s.clicked, s.queries
-    from docs_search_analytics_ids s where s.query_id in (select query_id from ids)
+    from docs_search_analytics_ids s where s.query_id = any(array(select query_id from ids))
   ),
   ids_written as (
     insert into docs_search_analytics_ids as s (query_id, slices, one_day, clicked, queries)
