@@ -291,7 +291,7 @@ export interface RefreshFigures {
 }
 
 /**
- * One refresh of at most SLICES_PER_REFRESH logged slices (the earliest), in one transaction (on
+ * One refresh of at most SLICES_PER_REFRESH logged slices (the latest: after an upgrade the recent days come first), in one transaction (on
  * a pool, or on a reserved connection that holds the refresh lock): takes the log's rows (a batch
  * that has not committed keeps its rows for the next refresh; one that has is seen by the
  * statements after), then recomputes their slices and the slices linked to them by a query id,
@@ -320,7 +320,7 @@ async function refreshIn(tx: Pick<Sql, 'unsafe'>): Promise<RefreshFigures> {
   await tx.unsafe('set local statement_timeout = 0')
   const logged = await tx.unsafe<{ slice_ms: string; query_id: string }[]>(
     `delete from docs_search_analytics_dirty
-     where slice_ms in (select distinct slice_ms from docs_search_analytics_dirty order by slice_ms limit ${SLICES_PER_REFRESH})
+     where slice_ms in (select distinct slice_ms from docs_search_analytics_dirty order by slice_ms desc limit ${SLICES_PER_REFRESH})
      returning slice_ms, query_id`,
   )
   if (logged.length === 0) return { logged: 0, recomputed: 0, linked: 0 }
