@@ -6,7 +6,8 @@ import type { Database } from '../plugins/app/database.js'
 import { SLICES_PER_REFRESH, refreshAnalyticsRollup } from '../repositories/telemetry-analytics-rollup.js'
 import { runAsTheOnlyReplica } from './replica-lock.js'
 
-const LOCK_ID = 7_346_110_234 // arbitrary constant shared by every replica
+/** The session advisory lock of the refresh: an arbitrary constant shared by every replica. */
+export const REFRESH_LOCK_ID = 7_346_110_234
 
 export interface AnalyticsRollupFigures {
   /** epoch ms when the last completed refresh started (its data is at least that fresh), or null */
@@ -53,7 +54,7 @@ export class AnalyticsRollup {
   }
 
   #refresh(): Promise<boolean> {
-    return runAsTheOnlyReplica(this.db, LOCK_ID, async (connection) => {
+    return runAsTheOnlyReplica(this.db, REFRESH_LOCK_ID, async (connection) => {
       const startMs = Date.now()
       const started = performance.now()
       // Until the log holds fewer slices than one refresh takes (after an upgrade: every slice).

@@ -21,6 +21,7 @@ import {
   type AnalyticsRange,
 } from '../../src/repositories/telemetry-analytics.js'
 import { refreshAnalyticsRollup, SLICES_PER_REFRESH } from '../../src/repositories/telemetry-analytics-rollup.js'
+import { AnalyticsRollup, REFRESH_LOCK_ID } from '../../src/telemetry/analytics-rollup.js'
 import { createTestDatabase } from '../helpers/database.js'
 
 const DAY = 86_400_000
@@ -308,6 +309,24 @@ t.test('an erased session leaves a row that kept as many session ids as it could
   await sql.begin((tx) => createTelemetryRepository(tx).eraseSession('s01'))
   await refresh()
   t.same(await listed(), [], 'one session fewer than the threshold')
+})
+
+t.test('one replica refreshes at a time: the others skip while it holds the lock', async (t) => {
+  await empty()
+  await telemetry.append([
+    { event: 'search_query', emitted_at_ms: START + HOUR, session_id: '', query_text: 'install', results_count: 0 },
+  ])
+  const replica = new AnalyticsRollup({ sql } as never)
+  const holder = await sql.reserve()
+  t.teardown(() => holder.release())
+  await holder`select pg_advisory_lock(${REFRESH_LOCK_ID})`
+  t.equal(await replica.refresh(), false, 'skipped')
+  const [logged] = await sql<{ n: number }[]>`select count(*)::int as n from docs_search_analytics_dirty`
+  t.equal(logged!.n, 1, 'the log kept for the replica that holds the lock')
+  await holder`select pg_advisory_unlock(${REFRESH_LOCK_ID})`
+  t.equal(await replica.refresh(), true, 'refreshed once the lock is free')
+  const [day] = await analytics.series({ fromMs: START, toMs: START + DAY }, DAY)
+  t.equal(day!.total_queries, 1)
 })
 
 t.test('the normalisation: trim, lower case, collapsed whitespace, NFC', async (t) => {
