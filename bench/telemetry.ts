@@ -4,7 +4,8 @@
 // (raw partitions, rollups), the KPI medians for 1 h / 1 day / 7 days, the time to archive one
 // day at the KPI horizon and to drop it at retention age (one day as the seed left it, one out of
 // the page cache) with the ingest p99 during each step against without, and the time to erase one
-// session of 1,000 events. The database is dropped at the end (100M events: tens of GB).
+// session of 1,000 events; the analytics: the rollup's freshness during the seed, one refresh,
+// and the five operations over 7 and 30 days (bench/telemetry-analytics.ts). The database is dropped at the end (100M events: tens of GB).
 // BENCH_EVENTS scales it down (e.g. BENCH_EVENTS=2000000), BENCH_CONCURRENCY sets the clients.
 // BENCH_DAYS (default 7, at least 3: the drops take the first two whole days before today) spreads
 // the events over fewer days: BENCH_DAYS=3 BENCH_EVENTS=42900000 has the 100M week's density per
@@ -30,6 +31,9 @@ import { freePort } from '../test/helpers/server-process.js'
 import { evict, relationFiles, residentBytes } from './page-cache.js'
 import { METRICS_TARGETS_MS } from './telemetry-seed.js'
 import { recordPrinted } from './results-file.js'
+import { copyRollupDays, measureAnalytics, watchFreshness } from './telemetry-analytics.js'
+import { AnalyticsRollup } from '../src/telemetry/analytics-rollup.js'
+import { SLICE_MS } from '../src/repositories/telemetry-analytics-rollup.js'
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 100_000_000)
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8)
@@ -140,7 +144,8 @@ try {
     return { started, ms: performance.now() - started }
   }
 
-  // 1. The seed, through the API: sustained ingest.
+  // 1. The seed, through the API: sustained ingest, while the server refreshes the analytics rollup.
+  const freshness = watchFreshness(base)
   const batches = Math.ceil(EVENTS / BATCH)
   const latencies: number[] = []
   let next = 0
@@ -161,6 +166,7 @@ try {
     }),
   )
   const seedSeconds = (performance.now() - seedStart) / 1000
+  const freshnessLine = await freshness()
   latencies.sort((a, b) => a - b)
   console.log(
     `scale: ${fmt(batches * BATCH)} events (${fmt(SEARCHES)} searches of 4 events over ${DAYS} days), ${CONCURRENCY} clients, batches of ${BATCH}`,
@@ -174,6 +180,11 @@ try {
   let topUp = batches
   while (eventAt(topUp * BATCH) < Date.now()) await post(batchBody(topUp++))
   console.log(`topped up to the clock: ${fmt((topUp - batches) * BATCH)} events since the seed began`)
+  // The seed sends the days' events many times faster than they happen: the rollup's age during it
+  // is a stress at that pace, not the steady state (there the refresh takes the current slice:
+  // the one-slice refresh below).
+  const pace = (batches * BATCH) / seedSeconds / (EVENTS / (DAYS * 86_400))
+  console.log(`${freshnessLine}; the seed ran ${fmt(pace)} times faster than its events' own pace`)
   await bulk`vacuum analyze docs_search_events, docs_search_queries, docs_search_kpi_buckets, docs_search_kpi_minutes`
 
   // 2. Disk per event.
@@ -206,6 +217,34 @@ try {
       `KPI window ${window} min: median ${fmt(p(warm, 0.5))} ms (target ≤ ${METRICS_TARGETS_MS[window]} ms); the first 10 calls: median ${fmt(p(cold, 0.5))} ms, max ${fmt(cold.at(-1)!)} ms`,
     )
   }
+
+  // 3b. The analytics: one refresh of what the top-up logged (the server's own may be under way:
+  // the lock is waited for), then the operations over 7 and 30 days.
+  const rollup = new AnalyticsRollup({ sql } as never)
+  const refreshStarted = performance.now()
+  while (!(await rollup.refresh())) await sleep(100)
+  console.log(
+    `analytics rollup caught up after the top-up (the server's refresh under way, then this one, ${rollup.figures.slicesRecomputed} slices recomputed by it): ${fmt(performance.now() - refreshStarted)} ms`,
+  )
+  // The last whole 5-minute slice at the seed's density, as the refresh recomputes the current
+  // slice every minute (with the slices sharing a query id with it).
+  const lastSlice = Math.floor(Date.now() / SLICE_MS) * SLICE_MS - SLICE_MS
+  const [{ n: sliceEvents } = { n: '0' }] = await bulk<{ n: string }[]>`
+    select count(*) as n from docs_search_events where emitted_at_ms >= ${lastSlice} and emitted_at_ms < ${lastSlice + SLICE_MS}`
+  await bulk`insert into docs_search_analytics_dirty (slice_ms) values (${lastSlice})`
+  const [before, linkedBefore] = [rollup.figures.slicesRecomputed, rollup.figures.slicesLinked]
+  const sliceStarted = performance.now()
+  while (!(await rollup.refresh())) await sleep(100)
+  console.log(
+    `analytics rollup refresh of one 5-minute slice (${fmt(Number(sliceEvents))} events; ${rollup.figures.slicesRecomputed - before} slices recomputed whole, the share of its query ids in ${rollup.figures.slicesLinked - linkedBefore} other slices): ${fmt(performance.now() - sliceStarted)} ms`,
+  )
+  const todayMs = Math.floor(NOW / DAY_MS) * DAY_MS
+  const copied = await copyRollupDays(bulk, NOW - SPAN_MS, todayMs, 30)
+  if (copied > 0)
+    console.log(
+      `analytics rollup: ${fmt(copied)} rows of the seeded whole days copied to the days before the seed, up to 30 days (the analytics read the rollup alone)`,
+    )
+  for (const line of await measureAnalytics(base, KEY, todayMs)) console.log(line)
 
   // 4. Ingest p99 without and during the archiving and the drop of a day: the clients at full speed,
   // with batches dated now (the current partition), as the service takes them while retention runs.

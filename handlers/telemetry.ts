@@ -7,7 +7,11 @@ type TelemetryOperations =
   | 'getDocsSearchTelemetryMetrics'
   | 'eraseDocsSearchSession'
 
-export function createTelemetryHandlers({ db, now }: HandlerDeps): ServiceHandlers<TelemetryOperations> {
+export function createTelemetryHandlers({
+  db,
+  now,
+  refreshAnalytics,
+}: HandlerDeps): ServiceHandlers<TelemetryOperations> {
   return {
     async ingestDocsSearchEvent(request, reply) {
       const accepted = await db.repos.telemetry.append([request.body])
@@ -32,6 +36,8 @@ export function createTelemetryHandlers({ db, now }: HandlerDeps): ServiceHandle
       const erased = await eraseRetrying(() => db.transaction((tx) => tx.repos.telemetry.eraseSession(sessionId)))
       // The record of who erased (the key id) and how much; the session id itself is not logged.
       request.log.info({ key_id: request.apiKeyId, erased_events: erased }, 'docs-search session erased')
+      // The analytics rollup copies what the session asked (texts, its id): recomputed at once.
+      if (erased > 0) refreshAnalytics()
       return { session_id: sessionId, erased_events: erased }
     },
   }

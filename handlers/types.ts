@@ -56,4 +56,6 @@ export interface HandlerDeps {
   isDraining: () => boolean
   /** True while the process is overloaded and sheds load (readiness turns not_ready). */
   isUnderPressure: () => boolean
+  /** Asks for a refresh of the analytics rollup now, without waiting for it (after an erasure). */
+  refreshAnalytics: () => void
 }

@@ -17,6 +17,7 @@ import metricsPlugin from './plugins/external/metrics.js'
 import databasePlugin from './plugins/app/database.js'
 import idempotencyPurgePlugin from './plugins/app/idempotency-purge.js'
 import telemetryLifecyclePlugin from './plugins/app/telemetry-lifecycle.js'
+import analyticsRollupPlugin from './plugins/app/analytics-rollup.js'
 import authPlugin from './plugins/app/auth.js'
 import rateLimitPlugin from './plugins/external/rate-limit.js'
 import requestLogPlugin from './plugins/app/request-log.js'
@@ -112,6 +113,7 @@ export async function buildApp({
   await app.register(databasePlugin, { sql: tracing ? tracing.traceSql(sql) : sql })
   await app.register(idempotencyPurgePlugin)
   await app.register(telemetryLifecyclePlugin, { now: now ?? (() => new Date()) })
+  await app.register(analyticsRollupPlugin, { intervalMs: config.analyticsRefreshIntervalMs })
   await app.register(corsPlugin)
   await app.register(authPlugin, { listenWith: listenForKeyChanges ? sql : undefined })
   await app.register(rateLimitPlugin)
@@ -128,6 +130,8 @@ export async function buildApp({
     answerIdempotently: createIdempotency(app.db, config.idempotencyTtlHours),
     isDraining: () => app.draining,
     isUnderPressure: () => app.overloaded(),
+    refreshAnalytics: () =>
+      void app.analyticsRollup.refresh().catch((err) => app.log.warn({ err }, 'analytics rollup refresh failed')),
     now: now ?? (() => new Date()),
   })
   await app.register(routesPlugin, { serviceHandlers })

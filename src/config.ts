@@ -43,6 +43,8 @@ export interface Config {
   telemetryRetentionDays: number
   /** Distinct sessions a query needs before analytics list its text (TELEMETRY_MIN_SESSIONS). */
   telemetryMinSessions: number
+  /** How often the docs-search analytics rollup is refreshed (ANALYTICS_REFRESH_INTERVAL_MS): its answers are at most about that old. */
+  analyticsRefreshIntervalMs: number
   logLevel: string
   corsOrigins: string[]
   dataDir: string
@@ -201,6 +203,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 8760),
     telemetryRetentionDays,
     telemetryMinSessions: integer(env, 'TELEMETRY_MIN_SESSIONS', 2, 1, 1_000_000),
+    analyticsRefreshIntervalMs: integer(env, 'ANALYTICS_REFRESH_INTERVAL_MS', 60_000, 100, 3_600_000),
     logLevel,
     corsOrigins: list(env.CORS_ORIGINS),
     dataDir: env.PGLITE_DATA_DIR || '.data/pglite',

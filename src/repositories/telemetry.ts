@@ -205,6 +205,21 @@ export function wholeMinutesAndHours(fromMs: number, toMs: number): [number, num
     : [minutesStart, minutesEnd, minutesEnd, minutesEnd]
 }
 
+// A session's events out of one table ($1: the session id), their 5-minute slices and query ids
+// logged for the analytics rollup's next refresh (which also recomputes the slices sharing those
+// query ids).
+const eraseStatement = (table: string) => `
+  with erased as (
+    delete from "${table.replaceAll('"', '""')}" where session_id = $1 and session_id <> ''
+    returning emitted_at_ms, query_id, event
+  ),
+  logged as (
+    insert into docs_search_analytics_dirty (slice_ms, query_id)
+    select distinct (emitted_at_ms / 300000) * 300000, query_id from erased
+    where event in ('search_query', 'search_result_click')
+  )
+  select count(*) as n from erased`
+
 export function createTelemetryRepository(db: Db) {
   return {
     /**
@@ -223,16 +238,17 @@ export function createTelemetryRepository(db: Db) {
      * past the KPI horizon; the number deleted (0 when none is left). Run in a transaction: the
      * first DELETE's lock on the table makes a day's archiving wait until the commit, so a day
      * is erased either as a partition or, listed after it, as an archive. Each table answers from
-     * its session index; the rollups (no session, no text) stay.
+     * its session index; the KPI rollups (no session, no text) stay; the hours the session touched
+     * are logged for the analytics rollup, which copies texts and session ids.
      */
     async eraseSession(sessionId: string): Promise<number> {
-      const rows = await db`delete from docs_search_events where session_id = ${sessionId} and session_id <> ''`
-      const archived = await Promise.all(
-        (await archiveNames(db)).map(
-          (name) => db`delete from ${db(name)} where session_id = ${sessionId} and session_id <> ''`,
-        ),
-      )
-      return archived.reduce((sum, r) => sum + r.count, rows.count)
+      const erase = async (table: string) => {
+        const [row] = await db.unsafe<{ n: string }[]>(eraseStatement(table), [sessionId])
+        return Number(row!.n)
+      }
+      const partitioned = await erase('docs_search_events')
+      const archived = await Promise.all((await archiveNames(db)).map(erase))
+      return archived.reduce((sum, n) => sum + n, partitioned)
     },
 
     /**

@@ -3,7 +3,10 @@
 // whole days, rollup rows no KPI window can reach deleted.
 // One replica at a time (a session advisory lock on a reserved connection; the others skip).
 import type { FastifyBaseLogger } from 'fastify'
+import type { ReservedSql } from '../db/client.js'
 import type { Database } from '../plugins/app/database.js'
+import { deleteAnalyticsRollupBefore } from '../repositories/telemetry-analytics-rollup.js'
+import { runAsTheOnlyReplica } from './replica-lock.js'
 import {
   createTelemetryLifecycleRepository,
   DAY_MS,
@@ -72,24 +75,13 @@ export class TelemetryLifecycle {
     await this.#running?.catch(() => {})
   }
 
-  async #run(): Promise<boolean> {
-    // A session lock needs one connection for the whole run: postgres.js' own reserve().
-    const connection = await this.db.sql.reserve()
-    try {
-      const [row] = await connection<{ locked: boolean }[]>`select pg_try_advisory_lock(${LOCK_ID}) as locked`
-      if (!row!.locked) return false
-      try {
-        await this.#maintain(createTelemetryLifecycleRepository(connection, this.options.lockTimeoutMs ?? 200))
-      } finally {
-        await connection`select pg_advisory_unlock(${LOCK_ID})`
-      }
-      return true
-    } finally {
-      connection.release()
-    }
+  #run(): Promise<boolean> {
+    return runAsTheOnlyReplica(this.db, LOCK_ID, (connection) =>
+      this.#maintain(createTelemetryLifecycleRepository(connection, this.options.lockTimeoutMs ?? 200), connection),
+    )
   }
 
-  async #maintain(repo: TelemetryLifecycleRepository): Promise<void> {
+  async #maintain(repo: TelemetryLifecycleRepository, connection: ReservedSql): Promise<void> {
     const { retentionDays, aheadDays = 2, log } = this.options
     const now = this.options.now().getTime()
     const cutoff = now - retentionDays * DAY_MS
@@ -165,6 +157,13 @@ export class TelemetryLifecycle {
     const { queries, buckets } = await repo.deleteUnreachableRollups(horizon)
     this.figures.rollupRowsDropped += queries + buckets
     this.figures.oldestEventMs = await repo.oldestEventMs()
+    // The analytics rollup's rows of the days retention dropped: before its cutoff's day and
+    // before the oldest event kept (a day whose drop gave way to ingest keeps its rows).
+    const dropped = Math.floor(cutoff / DAY_MS) * DAY_MS
+    this.figures.rollupRowsDropped += await deleteAnalyticsRollupBefore(
+      connection,
+      Math.min(dropped, this.figures.oldestEventMs ?? dropped),
+    )
     this.figures.lastRunMs = Date.now()
   }
 

@@ -7,13 +7,19 @@ import t from 'tap'
 import puppeteer from 'puppeteer-core'
 import { createTestDatabase } from '../helpers/database.js'
 import { startServer } from '../helpers/server-process.js'
+import { waitFor } from '../helpers/wait.js'
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: tools/install-test-deps.sh installs it`)
 
 const DAY = 86_400_000
 const db = await createTestDatabase(t)
-const server = await startServer(t, { DATABASE_URL: db.url, API_KEYS: 'page-key' })
+// The analytics answer from a rollup refreshed in the background: every half second here.
+const server = await startServer(t, {
+  DATABASE_URL: db.url,
+  API_KEYS: 'page-key',
+  ANALYTICS_REFRESH_INTERVAL_MS: '500',
+})
 
 // A week of searches: "install" every day by several sessions with a click, "sso setup" every
 // other day by two sessions with no result, and one visitor's own search that must not be shown.
@@ -52,6 +58,14 @@ t.equal(res.status, 202, 'the fixture is stored')
 
 // One parent test: tap waits on it while the browser runs (its handles keep no event loop alive).
 t.test('the analytics page in headless Chromium', async (t) => {
+  // The rollup holds the fixture once a refresh has run after it: the series counts every search.
+  await waitFor('the fixture in the analytics', async () => {
+    const series = await fetch(`${server.base}/api/v1/telemetry/docs-search/analytics/series?granularity=day`, {
+      headers: { 'x-api-key': 'page-key' },
+    })
+    const points = ((await series.json()) as { points: { total_queries: number }[] }).points
+    return points.reduce((sum, p) => sum + p.total_queries, 0) === searches.length
+  })
   const browser = await puppeteer.launch({
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--headless=new', '--disable-gpu', '--disable-dev-shm-usage'],

@@ -43,6 +43,8 @@ const ingest = await api.post('/api/v1/telemetry/docs-search/batch', {
     search('q7', 'install', 's4', '2026-11-19T23:59:59Z'),
   ],
 })
+// The analytics answer from the rollup as of its last refresh (every minute in the service).
+await api.app.analyticsRollup.refresh()
 t.equal(ingest.statusCode, 202)
 const range = 'from=2026-11-21&to=2026-11-27'
 
@@ -167,6 +169,7 @@ t.test('TELEMETRY_MIN_SESSIONS sets how many sessions a listed query needs', asy
       search('e', 'sso setup', 's2', '2026-11-27T09:00:00Z'),
     ],
   })
+  await strict.app.analyticsRollup.refresh()
   t.same(
     (await strict.get(`${base}/searches?${range}`)).json().items.map((i: { query: string }) => i.query),
     ['install'],

@@ -1,7 +1,9 @@
-// The docs-search analytics over random events: every answer equals the definitions computed
-// here by brute force over the same raw events (normalised query, privacy threshold, click
-// attribution by query id, ranks in buckets), also over days archived past the KPI horizon, and a series summed over its points equals the
-// range's totals.
+// The docs-search analytics over random events: every answer, read from the rollup refreshed
+// after part of the events or only after all of them (and for a threshold above 2 sessions from
+// the raw events), equals the definitions computed here by brute force over the same raw events
+// (normalised query, privacy threshold, click attribution by query id, ranks in buckets), also
+// over days archived past the KPI horizon before or after the refresh, and a series summed over
+// its points equals the range's totals.
 import assert from 'node:assert/strict'
 import t from 'tap'
 import fc from 'fast-check'
@@ -15,8 +17,11 @@ import {
   createTelemetryAnalyticsRepository,
   NORMALISED_QUERY_SQL,
   normaliseQuery,
+  SESSIONS_KEPT,
   type AnalyticsRange,
 } from '../../src/repositories/telemetry-analytics.js'
+import { refreshAnalyticsRollup, SLICES_PER_REFRESH } from '../../src/repositories/telemetry-analytics-rollup.js'
+import { AnalyticsRollup, REFRESH_LOCK_ID } from '../../src/telemetry/analytics-rollup.js'
 import { createTestDatabase } from '../helpers/database.js'
 
 const DAY = 86_400_000
@@ -33,7 +38,13 @@ async function empty() {
   for (const name of await archiveNames(sql)) await sql.unsafe(`drop table "${name}"`)
   for (const p of await lifecycle.partitions())
     if (p.name !== 'docs_search_events_default') await sql.unsafe(`drop table "${p.name}"`)
-  await sql`truncate docs_search_events, docs_search_queries`
+  await sql`truncate docs_search_events, docs_search_queries, docs_search_analytics_dirty, docs_search_analytics_slices, docs_search_analytics_hours, docs_search_analytics_days, docs_search_analytics_rank_days,
+    docs_search_analytics_spanning_searches, docs_search_analytics_spanning_clicks, docs_search_analytics_ranks, docs_search_analytics_ids`
+}
+
+/** Refreshes the rollup until the log is empty (one refresh takes SLICES_PER_REFRESH slices at most). */
+async function refresh() {
+  while ((await refreshAnalyticsRollup(sql)).logged >= SLICES_PER_REFRESH);
 }
 
 /** Moves one day's events into its own partition and archives it, as retention does past the KPI horizon. */
@@ -157,13 +168,22 @@ t.test('every analytics answer equals the brute-force definitions over the raw e
       fc.array(event, { minLength: 0, maxLength: 120 }),
       fc.integer({ min: 0, max: 2 }),
       fc.integer({ min: 1, max: 3 }),
-      fc.integer({ min: 1, max: 2 }),
+      fc.integer({ min: 1, max: 3 }),
       fc.integer({ min: 1, max: 8 }),
       fc.option(fc.integer({ min: 0, max: 2 })),
-      async (events, firstDay, days, minSessions, limit, archived) => {
+      fc.nat(),
+      fc.boolean(),
+      async (events, firstDay, days, minSessions, limit, archived, split, refreshBetween) => {
         await empty()
-        if (events.length > 0) await telemetry.append(events)
-        if (archived !== null) await archiveDay(START + archived * DAY)
+        // Two batches, the rollup refreshed after the first or not, then after the second; the
+        // day archived before or after that last refresh.
+        const cut = events.length === 0 ? 0 : split % (events.length + 1)
+        if (cut > 0) await telemetry.append(events.slice(0, cut))
+        if (refreshBetween) await refresh()
+        if (cut < events.length) await telemetry.append(events.slice(cut))
+        if (archived !== null && refreshBetween) await archiveDay(START + archived * DAY)
+        await refresh()
+        if (archived !== null && !refreshBetween) await archiveDay(START + archived * DAY)
         const range = { fromMs: START + firstDay * DAY, toMs: START + (firstDay + days) * DAY }
         const want = reference(events, range, minSessions, limit)
         assert.deepEqual(round(await analytics.searches(range, minSessions, limit)), round(want.searches), 'searches')
@@ -194,19 +214,27 @@ t.test('every analytics answer equals the brute-force definitions over the raw e
     {
       numRuns: 60,
       // Always also: a click two days before its search (same query id), which a per-hour rollup once missed.
-      examples: [
-        [
-          [
-            { ...CLICK_BEFORE_SEARCH, event: 'search_query', emitted_at_ms: START + 2 * DAY },
-            { ...CLICK_BEFORE_SEARCH, event: 'search_result_click', emitted_at_ms: START },
-          ],
-          0,
-          3,
-          1,
-          1,
-          null,
-        ],
-      ],
+      // In one batch, and in two (the search first, the click after), with a refresh between or not;
+      // neither day archived, the click's or the search's.
+      examples: [null, 0, 2].flatMap((archived) =>
+        [0, 1].flatMap((split) =>
+          [false, true].map(
+            (refreshBetween): [Event[], number, number, number, number, number | null, number, boolean] => [
+              [
+                { ...CLICK_BEFORE_SEARCH, event: 'search_query', emitted_at_ms: START + 2 * DAY },
+                { ...CLICK_BEFORE_SEARCH, event: 'search_result_click', emitted_at_ms: START },
+              ],
+              0,
+              3,
+              1,
+              1,
+              archived,
+              split,
+              refreshBetween,
+            ],
+          ),
+        ),
+      ),
     },
   )
   t.pass('60 random fixtures and the fixed examples agree')
@@ -222,9 +250,83 @@ t.test('a query asked by one session is counted but never listed', async (t) => 
     { event: 'search_query', emitted_at_ms: at, session_id: '', query_text: ' install', results_count: 0 },
   ])
   const range = { fromMs: START, toMs: START + DAY }
+  await refresh()
   t.same(await analytics.noResults(range, 2, 10), [{ query: 'install', count: 2 }])
   const [day] = await analytics.series(range, DAY)
   t.equal(day!.zero_result_queries, 4, 'the totals still count it')
+})
+
+t.test('thresholds past the session ids a row keeps: merged over hours and days, then the raw events', async (t) => {
+  await empty()
+  const session = (i: number) => `s${String(i).padStart(2, '0')}`
+  const asked = (query_text: string, sessions: number[], at: (i: number) => number) =>
+    sessions.map((i) => ({
+      event: 'search_query',
+      emitted_at_ms: at(i),
+      session_id: session(i),
+      query_text,
+      results_count: 1,
+    }))
+  const range = { fromMs: START, toMs: START + 3 * DAY }
+  const many = Array.from({ length: SESSIONS_KEPT + 2 }, (_, i) => i)
+  await telemetry.append([
+    // more sessions than a row keeps, half in one hour, half in another, the same ones on the next day
+    ...asked('install', many, (i) => START + (i % 2) * HOUR),
+    ...asked('install', many, (i) => START + DAY + (i % 2) * HOUR),
+    // one session fewer than the rows keep, over three days, and one search without a session
+    ...asked('sso', many.slice(0, SESSIONS_KEPT - 1), (i) => START + (i % 3) * DAY),
+    { event: 'search_query', emitted_at_ms: START + 2 * DAY, session_id: '', query_text: 'sso', results_count: 1 },
+  ])
+  await refresh()
+  const listed = async (minSessions: number) => (await analytics.searches(range, minSessions, 10)).map((r) => r.query)
+  t.same(await listed(SESSIONS_KEPT), ['install', 'sso'], 'from the rollup: the capped rows still reach the threshold')
+  t.same(await listed(SESSIONS_KEPT + 1), ['install'], 'from the raw events')
+  t.same(await listed(SESSIONS_KEPT + 2), ['install'])
+  t.same(await listed(SESSIONS_KEPT + 3), [])
+})
+
+t.test('an erased session leaves a row that kept as many session ids as it could', async (t) => {
+  await empty()
+  // SESSIONS_KEPT + 1 sessions in one slice: the row keeps the least SESSIONS_KEPT ids
+  const sessions = Array.from({ length: SESSIONS_KEPT + 1 }, (_, i) => `s${String(i).padStart(2, '0')}`)
+  await telemetry.append(
+    sessions.map((session_id) => ({
+      event: 'search_query',
+      emitted_at_ms: START + HOUR,
+      session_id,
+      query_text: 'install',
+      results_count: 1,
+    })),
+  )
+  await refresh()
+  const range = { fromMs: START, toMs: START + DAY }
+  const listed = async () => (await analytics.searches(range, SESSIONS_KEPT, 10)).map((r) => [r.query, r.count])
+  t.same(await listed(), [['install', SESSIONS_KEPT + 1]])
+  // one of the kept ids erased: the session past them still counts
+  await sql.begin((tx) => createTelemetryRepository(tx).eraseSession('s00'))
+  await refresh()
+  t.same(await listed(), [['install', SESSIONS_KEPT]], 'still listed: the other sessions reach the threshold')
+  await sql.begin((tx) => createTelemetryRepository(tx).eraseSession('s01'))
+  await refresh()
+  t.same(await listed(), [], 'one session fewer than the threshold')
+})
+
+t.test('one replica refreshes at a time: the others skip while it holds the lock', async (t) => {
+  await empty()
+  await telemetry.append([
+    { event: 'search_query', emitted_at_ms: START + HOUR, session_id: '', query_text: 'install', results_count: 0 },
+  ])
+  const replica = new AnalyticsRollup({ sql } as never)
+  const holder = await sql.reserve()
+  t.teardown(() => holder.release())
+  await holder`select pg_advisory_lock(${REFRESH_LOCK_ID})`
+  t.equal(await replica.refresh(), false, 'skipped')
+  const [logged] = await sql<{ n: number }[]>`select count(*)::int as n from docs_search_analytics_dirty`
+  t.equal(logged!.n, 1, 'the log kept for the replica that holds the lock')
+  await holder`select pg_advisory_unlock(${REFRESH_LOCK_ID})`
+  t.equal(await replica.refresh(), true, 'refreshed once the lock is free')
+  const [day] = await analytics.series({ fromMs: START, toMs: START + DAY }, DAY)
+  t.equal(day!.total_queries, 1)
 })
 
 t.test('the normalisation: trim, lower case, collapsed whitespace, NFC', async (t) => {

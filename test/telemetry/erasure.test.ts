@@ -1,5 +1,6 @@
 // Erasure of one visitor's raw events: only that session's, in every partition (DEFAULT too),
-// idempotent, logged with the key id, behind its own scope, index-backed; the KPI counts stay.
+// idempotent, logged with the key id, behind its own scope, index-backed; the KPI counts stay;
+// the analytics rollup forgets the session at the refresh the erasure starts.
 import t from 'tap'
 import { API_KEY, buildTestApp } from '../helpers/app.js'
 import { manualClock } from '../helpers/fixtures.js'
@@ -148,3 +149,54 @@ t.test(
     t.equal(await countOf('with-header'), 0)
   },
 )
+
+t.test('the analytics drop the erased session at the rollup refresh the erasure starts', async (t) => {
+  const at = Date.parse('2026-11-21T10:00:00Z')
+  const search = (session_id: string, query_id: string, ms: number) => ({
+    event: 'search_query',
+    emitted_at_ms: ms,
+    session_id,
+    query_id,
+    query_text: 'Private Topic',
+    results_count: 4,
+  })
+  await api.post('/api/v1/telemetry/docs-search/batch', {
+    events: [
+      search('erase-me', 'pa', at),
+      search('stays', 'pb', at + 60_000),
+      // the erased session's click on the other session's query id, an hour later
+      {
+        event: 'search_result_click',
+        emitted_at_ms: at + 3_600_000,
+        session_id: 'erase-me',
+        query_id: 'pb',
+        result_rank: 2,
+      },
+    ],
+  })
+  await api.app.analyticsRollup.refresh()
+  const range = 'from=2026-11-21&to=2026-11-21'
+  const searches = async () =>
+    (await api.get(`/api/v1/telemetry/docs-search/analytics/searches?${range}&limit=1000`))
+      .json()
+      .items.filter((row: { query: string }) => row.query === 'private topic')
+  const totals = async () => {
+    const [day] = (await api.get(`/api/v1/telemetry/docs-search/analytics/series?${range}`)).json().points
+    return [day.total_queries, day.queries_with_click]
+  }
+  t.same(await searches(), [
+    {
+      query: 'private topic',
+      count: 2,
+      no_result_count: 0,
+      with_click_count: 1,
+      click_through_rate: 0.5,
+      average_click_position: 2,
+    },
+  ])
+  const [queries, clicked] = await totals()
+  t.equal((await erase('erase-me')).json().erased_events, 2)
+  await api.app.analyticsRollup.settled()
+  t.same(await searches(), [], 'one session left: not listed')
+  t.same(await totals(), [queries! - 1, clicked! - 1], 'its search and its click on the other search are gone')
+})

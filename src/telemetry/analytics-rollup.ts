@@ -1,0 +1,71 @@
+// The docs-search analytics rollup's refresh, run inside the service every minute (and at once
+// after an erasure): the 5-minute slices touched since the last refresh are recomputed from the raw events
+// (src/repositories/telemetry-analytics-rollup.ts). One replica at a time (a session advisory
+// lock on a reserved connection; the others skip, as the lifecycle's do).
+import type { Database } from '../plugins/app/database.js'
+import { SLICES_PER_REFRESH, refreshAnalyticsRollup } from '../repositories/telemetry-analytics-rollup.js'
+import { runAsTheOnlyReplica } from './replica-lock.js'
+
+/** The session advisory lock of the refresh: an arbitrary constant shared by every replica. */
+export const REFRESH_LOCK_ID = 7_346_110_234
+
+export interface AnalyticsRollupFigures {
+  /** epoch ms when the last completed refresh started (its data is at least that fresh), or null */
+  lastRefreshStartMs: number | null
+  /** how long it took */
+  lastRefreshMs: number | null
+  /** slices recomputed whole by this process */
+  slicesRecomputed: number
+  /** slices where this process recomputed the share of query ids linked to other slices */
+  slicesLinked: number
+}
+
+export class AnalyticsRollup {
+  readonly figures: AnalyticsRollupFigures = {
+    lastRefreshStartMs: null,
+    lastRefreshMs: null,
+    slicesRecomputed: 0,
+    slicesLinked: 0,
+  }
+  #running: Promise<boolean> | null = null
+  #queued: Promise<boolean> | null = null
+
+  constructor(private readonly db: Database) {}
+
+  /**
+   * A refresh that starts after this call (one under way is waited for first, then one more
+   * runs; callers meanwhile share it). False when another replica holds the lock.
+   */
+  refresh(): Promise<boolean> {
+    this.#queued ??= (this.#running ?? Promise.resolve(true))
+      .catch(() => true)
+      .then(() => {
+        this.#queued = null
+        this.#running = this.#refresh().finally(() => (this.#running = null))
+        return this.#running
+      })
+    return this.#queued
+  }
+
+  /** Waits for the refreshes asked for (on close). */
+  async settled(): Promise<void> {
+    await this.#queued?.catch(() => {})
+    await this.#running?.catch(() => {})
+  }
+
+  #refresh(): Promise<boolean> {
+    return runAsTheOnlyReplica(this.db, REFRESH_LOCK_ID, async (connection) => {
+      const startMs = Date.now()
+      const started = performance.now()
+      // Until the log holds fewer slices than one refresh takes (after an upgrade: every slice).
+      for (;;) {
+        const { logged, recomputed, linked } = await refreshAnalyticsRollup(connection)
+        this.figures.slicesRecomputed += recomputed
+        this.figures.slicesLinked += linked
+        if (logged < SLICES_PER_REFRESH) break
+      }
+      this.figures.lastRefreshStartMs = startMs
+      this.figures.lastRefreshMs = performance.now() - started
+    })
+  }
+}
