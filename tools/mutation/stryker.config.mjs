@@ -19,6 +19,7 @@ const modules = {
       'idempotency/partners',
       'idempotency/rolling-upgrade',
       'idempotency/concurrent-twins',
+      'idempotency/other-unique-violations',
       // a secret is sent once and never stored (shownOnce)
       'auth/admin-keys',
     ],
