@@ -10,6 +10,7 @@ const modules = {
   idempotency: {
     mutate: ['src/idempotency/**/*.ts'],
     tests: [
+      'idempotency/other-unique-violations',
       'idempotency/hashed-properties',
       'idempotency/expiry',
       'idempotency/key-and-scope',
@@ -19,7 +20,6 @@ const modules = {
       'idempotency/partners',
       'idempotency/rolling-upgrade',
       'idempotency/concurrent-twins',
-      'idempotency/other-unique-violations',
       // a secret is sent once and never stored (shownOnce)
       'auth/admin-keys',
     ],
@@ -42,7 +42,8 @@ const modules = {
   // The events' lifecycle: partitions, archiving, retention.
   'telemetry-lifecycle': {
     mutate: ['src/telemetry/lifecycle.ts', 'src/repositories/telemetry-lifecycle.ts'],
-    tests: ['telemetry/lifecycle', 'telemetry/erasure'],
+    // A mutant runs its covering files in this order until one fails: the short edge file first.
+    tests: ['telemetry/lifecycle-edges', 'telemetry/lifecycle', 'telemetry/erasure'],
   },
   // A session's erasure (eraseSession); its archived days are erased in the lifecycle's tests.
   'telemetry-erasure': {

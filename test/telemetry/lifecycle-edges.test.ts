@@ -1,0 +1,222 @@
+// The events' lifecycle at its edges, each on a database of its own: the replicas' lock, a closed
+// day vacuumed once, the horizon and the retention limit falling exactly on a day's end, a day
+// archived already whose partition came back, DDL that keeps giving way to a lock, and the table
+// names that may go into DDL. The lifecycle runs as the service runs it (TelemetryLifecycle on a
+// pool), against real PostgreSQL.
+import t, { type Test } from 'tap'
+import { Writable } from 'node:stream'
+import pino from 'pino'
+import postgres from 'postgres'
+import type { Sql } from '../../src/db/client.js'
+import {
+  archiveName,
+  archiveNames,
+  countRowsStatement,
+  partitionName,
+} from '../../src/repositories/telemetry-lifecycle.js'
+import { TelemetryLifecycle, type LifecycleOptions } from '../../src/telemetry/lifecycle.js'
+import { createTestDatabase } from '../helpers/database.js'
+import { waitFor } from '../helpers/wait.js'
+
+const DAY = 86_400_000
+const MIDNIGHT = Date.UTC(2026, 10, 22) // a day's start: the horizon and the limit fall on day ends
+const LOCK_ID = 7_346_110_233 // the replicas' advisory lock (src/telemetry/lifecycle.ts)
+
+/** A lifecycle over a fresh database, its clock set by the test, its log lines kept. */
+async function lifecycleOn(t: Test, options: Partial<LifecycleOptions> = {}, wrap = (sql: Sql) => sql) {
+  const db = await createTestDatabase(t)
+  let now = MIDNIGHT
+  const lines: Record<string, unknown>[] = []
+  const log = pino(
+    { level: 'info' },
+    new Writable({
+      write(chunk, _enc, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line))
+        done()
+      },
+    }),
+  )
+  const sql = db.sql
+  const lifecycle = new TelemetryLifecycle({ sql: { reserve: async () => wrap(await sql.reserve()) } } as never, {
+    retentionDays: 8,
+    now: () => new Date(now),
+    log: log as never,
+    ...options,
+  })
+  t.teardown(() => lifecycle.settled())
+  const partitions = async () =>
+    (
+      await sql`select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid
+                where i.inhparent = 'docs_search_events'::regclass order by 1`
+    ).map((r) => r.relname as string)
+  /** Runs as the hourly timer would have, once a day from `from` to `to`. */
+  const liveDays = async (from: number, to: number) => {
+    for (let at = from; at <= to; at += DAY) {
+      now = at
+      t.ok(await lifecycle.run(), `run at ${new Date(at).toISOString()}`)
+    }
+  }
+  return { sql, url: db.url, lifecycle, lines, partitions, liveDays, setNow: (ms: number) => (now = ms) }
+}
+
+t.test("while another replica holds the lifecycle's lock a run does nothing; a run frees it after", async (t) => {
+  const { url, lifecycle, partitions } = await lifecycleOn(t)
+  const other = postgres(url, { max: 1, onnotice: () => {} })
+  t.teardown(() => other.end())
+  const before = await partitions()
+  await other.reserve().then(async (holder) => {
+    await holder`select pg_advisory_lock(${LOCK_ID})`
+    t.equal(await lifecycle.run(), false, 'the run gives way')
+    t.same(await partitions(), before, 'and makes no partition')
+    t.equal(lifecycle.figures.lastRunMs, null, 'nor counts as a run')
+    await holder`select pg_advisory_unlock(${LOCK_ID})`
+    holder.release()
+  })
+  t.equal(await lifecycle.run(), true)
+  t.ok((await partitions()).includes(partitionName(MIDNIGHT)), "today's partition made")
+  const [free] = await other`select pg_try_advisory_lock(${LOCK_ID}) as locked`
+  t.equal(free!.locked, true, 'the run let go of the lock: another replica takes it')
+  await other`select pg_advisory_unlock(${LOCK_ID})`
+})
+
+t.test('a closed day is vacuumed once, and again only after new events', async (t) => {
+  const { sql, lifecycle, setNow } = await lifecycleOn(t)
+  setNow(MIDNIGHT + 6 * 3_600_000)
+  t.ok(await lifecycle.run())
+  const yesterday = partitionName(MIDNIGHT - DAY)
+  const stats = async () =>
+    (
+      await sql`select n_ins_since_vacuum::int as pending, vacuum_count::int as vacuums
+                from pg_stat_user_tables where relname = ${yesterday}`
+    )[0] as { pending: number; vacuums: number }
+  const insertYesterday = async () => {
+    await sql`insert into docs_search_events (event, emitted_at_ms) values ('search_query', ${MIDNIGHT - 3_600_000})`
+    // The insert reaches the statistics about a second after its transaction.
+    await waitFor('the insert in the statistics', async () => (await stats()).pending > 0)
+  }
+  await insertYesterday()
+  const first = (await stats()).vacuums
+  t.ok(await lifecycle.run())
+  t.equal((await stats()).vacuums, first + 1, 'vacuumed once closed')
+  t.ok(await lifecycle.run())
+  t.equal((await stats()).vacuums, first + 1, 'not again without new events')
+  await insertYesterday()
+  t.ok(await lifecycle.run())
+  t.equal((await stats()).vacuums, first + 2, 'again after a late event')
+})
+
+t.test('a day ending exactly at the KPI horizon is archived; one ending exactly at the limit goes', async (t) => {
+  const { sql, lifecycle, partitions, liveDays } = await lifecycleOn(t)
+  const archives = () => archiveNames(sql)
+  // At each midnight the horizon (7 days back) is the end of a day, and so is the limit (8 days).
+  await liveDays(MIDNIGHT - 12 * DAY, MIDNIGHT)
+  t.same(await archives(), [archiveName(MIDNIGHT - 8 * DAY)], 'the day that ended at the horizon is archived')
+  const names = await partitions()
+  t.notOk(names.includes(partitionName(MIDNIGHT - 8 * DAY)), 'and is no longer a partition')
+  t.ok(names.includes(partitionName(MIDNIGHT - 7 * DAY)), 'the next day, inside every window, stays')
+  t.notOk(names.includes(partitionName(MIDNIGHT - 9 * DAY)), 'the day that ended at the limit is dropped')
+  t.equal(lifecycle.figures.oldestEventMs, MIDNIGHT - 8 * DAY, 'the oldest kept: the archived day, from its start')
+  const dropped = lifecycle.figures.partitionsDropped
+  t.ok(dropped > 0)
+  // An hour before the next midnight nothing more is past either line.
+  await liveDays(MIDNIGHT + DAY - 3_600_000, MIDNIGHT + DAY - 3_600_000)
+  t.same(await archives(), [archiveName(MIDNIGHT - 8 * DAY)])
+  t.equal(lifecycle.figures.partitionsDropped, dropped)
+  // At midnight the archived day ends at the limit and goes; the next day is archived.
+  await liveDays(MIDNIGHT + DAY, MIDNIGHT + DAY)
+  t.same(await archives(), [archiveName(MIDNIGHT - 7 * DAY)])
+  t.equal(lifecycle.figures.partitionsDropped, dropped + 1, 'the archive dropped by retention')
+})
+
+t.test('a day archived already whose partition came back stays a partition until retention', async (t) => {
+  const { sql, partitions, liveDays } = await lifecycleOn(t)
+  const day = MIDNIGHT - 8 * DAY
+  await liveDays(MIDNIGHT - 9 * DAY, MIDNIGHT)
+  t.same(await archiveNames(sql), [archiveName(day)])
+  // The clock went back a week: the day is "yesterday" again and gets a partition anew.
+  await liveDays(day + DAY, day + DAY)
+  t.ok((await partitions()).includes(partitionName(day)), 'the day is a partition again')
+  // Forward again: the day is past the horizon, but its archive exists; the run goes on.
+  await liveDays(MIDNIGHT, MIDNIGHT)
+  t.same(await archiveNames(sql), [archiveName(day)], 'the archive as it was')
+  t.ok((await partitions()).includes(partitionName(day)), 'the partition not archived over it')
+  await liveDays(MIDNIGHT + DAY, MIDNIGHT + DAY)
+  t.notOk((await partitions()).includes(partitionName(day)), 'retention drops the partition')
+  t.same(await archiveNames(sql), [archiveName(day + DAY)], 'and the archive; the next day archived')
+})
+
+t.test('DDL that keeps giving way to a lock is tried `attempts` times, logged, and left to the next run', async (t) => {
+  let detaches = 0
+  // Counts the detach statements the lifecycle sends on its connection (the rest passes through).
+  const counting = (sql: Sql) =>
+    new Proxy(sql, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver)
+        if (property !== 'unsafe') return typeof value === 'function' ? value.bind(target) : value
+        return (query: string, ...rest: unknown[]) => {
+          if (/detach partition/.test(query)) detaches++
+          return (value as (...args: unknown[]) => unknown).call(target, query, ...rest)
+        }
+      },
+    })
+  const { url, lifecycle, lines, partitions, liveDays } = await lifecycleOn(
+    t,
+    { attempts: 3, lockTimeoutMs: 1 },
+    counting,
+  )
+  await liveDays(MIDNIGHT, MIDNIGHT)
+  const yesterday = partitionName(MIDNIGHT - DAY)
+  t.ok((await partitions()).includes(yesterday))
+  // A reader that holds the events' table (the parent alone): a detach waits for it; creating and
+  // attaching a partition does not.
+  const reader = postgres(url, { max: 1, onnotice: () => {} })
+  t.teardown(() => reader.end())
+  let release!: () => void
+  let locked!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  const reading = new Promise<void>((resolve) => (locked = resolve))
+  const holding = reader.begin(async (tx) => {
+    await tx`lock table only docs_search_events in access share mode`
+    locked()
+    await held
+  })
+  await reading
+  // A week on, that day alone is past the horizon (and none past the limit): its archiving detaches it.
+  const weekOn = MIDNIGHT + 7 * DAY + 3_600_000
+  detaches = 0
+  await liveDays(weekOn, weekOn)
+  t.equal(detaches, 3, 'three tries')
+  t.equal(lifecycle.figures.partitionsArchived, 0)
+  t.ok((await partitions()).includes(yesterday), 'still a partition')
+  const warnings = lines.filter((l) => l.level === 40)
+  t.equal(warnings.length, 1)
+  t.match(warnings[0], {
+    attempts: 3,
+    msg: `telemetry: archive partition ${yesterday} gave way to ingest every time; the next run tries again`,
+  })
+  release()
+  await holding
+  await liveDays(weekOn, weekOn)
+  t.equal(lifecycle.figures.partitionsArchived, 1, 'the next run archives it')
+  t.notOk((await partitions()).includes(yesterday))
+})
+
+t.test('only partition and archive names go into DDL', async (t) => {
+  const ok = [partitionName(MIDNIGHT), archiveName(MIDNIGHT), `docs_search_events_${'a'.repeat(40)}`]
+  for (const name of ok) t.equal(countRowsStatement(name), `select count(*) as n from "${name}"`, name)
+  const refused = [
+    'users',
+    'docs_search_events',
+    'docs_search_events_',
+    `docs_search_events_${'a'.repeat(41)}`,
+    'docs_search_events_2026Nov',
+    'docs_search_other_20261122',
+    `x${partitionName(MIDNIGHT)}`,
+    `${partitionName(MIDNIGHT)}"; drop table users; --`,
+    `${partitionName(MIDNIGHT)}\n`,
+  ]
+  for (const name of refused)
+    t.throws(() => countRowsStatement(name), {
+      message: `not a docs_search_events partition or archive name: ${name}`,
+    })
+})
