@@ -12,6 +12,7 @@ import {
   archiveName,
   archiveNames,
   countRowsStatement,
+  createTelemetryLifecycleRepository,
   partitionName,
 } from '../../src/repositories/telemetry-lifecycle.js'
 import { TelemetryLifecycle, type LifecycleOptions } from '../../src/telemetry/lifecycle.js'
@@ -106,10 +107,19 @@ t.test('a closed day is vacuumed once, and again only after new events', async (
 })
 
 t.test('a day ending exactly at the KPI horizon is archived; one ending exactly at the limit goes', async (t) => {
-  const { sql, lifecycle, partitions, liveDays } = await lifecycleOn(t)
+  const { sql, lifecycle, lines, partitions, liveDays } = await lifecycleOn(t)
   const archives = () => archiveNames(sql)
   // At each midnight the horizon (7 days back) is the end of a day, and so is the limit (8 days).
+  const started = performance.now()
   await liveDays(MIDNIGHT - 12 * DAY, MIDNIGHT)
+  const elapsed = performance.now() - started
+  const drops = lines.filter((l) => l.msg === 'telemetry: partition dropped by retention')
+  t.same(
+    drops.map((l) => [l.level, l.partition, l.rows]),
+    [13, 12, 11, 10, 9].map((back) => MIDNIGHT - back * DAY).map((day) => [30, archiveName(day), 0]),
+    'each drop logged at info with its table and rows',
+  )
+  for (const l of drops) t.ok((l.ms as number) >= 0 && (l.ms as number) <= elapsed, `its duration (${l.ms} ms)`)
   t.same(await archives(), [archiveName(MIDNIGHT - 8 * DAY)], 'the day that ended at the horizon is archived')
   const names = await partitions()
   t.notOk(names.includes(partitionName(MIDNIGHT - 8 * DAY)), 'and is no longer a partition')
@@ -219,4 +229,56 @@ t.test('only partition and archive names go into DDL', async (t) => {
     t.throws(() => countRowsStatement(name), {
       message: `not a docs_search_events partition or archive name: ${name}`,
     })
+})
+
+t.test('an error other than a lock timeout is not retried: the run fails with it', async (t) => {
+  const { sql, lifecycle, lines, setNow } = await lifecycleOn(t)
+  // A table in the way of the partition the run makes for two days ahead.
+  const inTheWay = partitionName(MIDNIGHT + 2 * DAY)
+  await sql.unsafe(`create table ${inTheWay} (id int)`)
+  setNow(MIDNIGHT + 3_600_000)
+  await t.rejects(lifecycle.run(), { code: '42P07' })
+  t.same(
+    lines.filter((l) => l.level === 40),
+    [],
+    'no retry given up on',
+  )
+})
+
+t.test("the statements that change a session setting put it back on the lifecycle's connection", async (t) => {
+  const { sql, lifecycle, setNow } = await lifecycleOn(t)
+  setNow(MIDNIGHT + 3_600_000)
+  t.ok(await lifecycle.run())
+  const today = partitionName(MIDNIGHT)
+  await sql.unsafe(`insert into ${today} (event, emitted_at_ms, session_id)
+                    select 'search_query', ${MIDNIGHT} + i, 's' || i from generate_series(1, 50) i`)
+  await sql.unsafe(`vacuum analyze ${today}`)
+  const settings = async (on: Sql) =>
+    (await on`select current_setting('enable_seqscan') as seqscan, current_setting('statement_timeout') as timeout`)[0]
+  const before = await settings(sql)
+  t.same(before, { seqscan: 'on', timeout: '15s' })
+  // The count's own scans of the day: this backend's counts (pg_stat_xact_*, not yet flushed to
+  // the statistics) before and after it, in one transaction, so that nothing is flushed between.
+  await sql.begin(async (tx) => {
+    const scans = async () =>
+      (
+        await tx`select seq_scan::int as seq, idx_scan::int as idx from pg_stat_xact_user_tables where relname = ${today}`
+      )[0]!
+    const from = await scans()
+    t.equal(await createTelemetryLifecycleRepository(tx as never).countRows(today), 50)
+    const to = await scans()
+    t.same(
+      { seq: to.seq - from.seq, idx: to.idx - from.idx },
+      { seq: 0, idx: 1 },
+      'the count read an index, not the table',
+    )
+    t.same(await settings(tx as never), before, 'after counting a day')
+  })
+  const connection = await sql.reserve()
+  t.teardown(() => connection.release())
+  const repo = createTelemetryLifecycleRepository(connection)
+  await repo.vacuumDay(today)
+  t.same(await settings(connection), before, 'after vacuuming a day')
+  await repo.addSessionIndex(today)
+  t.same(await settings(connection), before, 'after adding a session index')
 })
