@@ -169,14 +169,12 @@ t.test('DDL that keeps giving way to a lock is tried `attempts` times, logged, a
         }
       },
     })
-  const { url, lifecycle, lines, partitions, liveDays } = await lifecycleOn(
+  const { sql, url, lifecycle, lines, partitions, liveDays } = await lifecycleOn(
     t,
     { attempts: 3, lockTimeoutMs: 1 },
     counting,
   )
   await liveDays(MIDNIGHT, MIDNIGHT)
-  const yesterday = partitionName(MIDNIGHT - DAY)
-  t.ok((await partitions()).includes(yesterday))
   // A reader that holds the events' table (the parent alone): a detach waits for it; creating and
   // attaching a partition does not.
   const reader = postgres(url, { max: 1, onnotice: () => {} })
@@ -191,24 +189,69 @@ t.test('DDL that keeps giving way to a lock is tried `attempts` times, logged, a
     await held
   })
   await reading
-  // A week on, that day alone is past the horizon (and none past the limit): its archiving detaches it.
-  const weekOn = MIDNIGHT + 7 * DAY + 3_600_000
+  // Nine days on, three days are past the horizon and two of them past the limit too: each
+  // archiving, then each drop, detaches a partition, and every detach gives way.
+  const later = MIDNIGHT + 9 * DAY + 3_600_000
+  const days = [MIDNIGHT - DAY, MIDNIGHT, MIDNIGHT + DAY].map(partitionName)
   detaches = 0
-  await liveDays(weekOn, weekOn)
-  t.equal(detaches, 3, 'three tries')
-  t.equal(lifecycle.figures.partitionsArchived, 0)
-  t.ok((await partitions()).includes(yesterday), 'still a partition')
-  const warnings = lines.filter((l) => l.level === 40)
-  t.equal(warnings.length, 1)
-  t.match(warnings[0], {
-    attempts: 3,
-    msg: `telemetry: archive partition ${yesterday} gave way to ingest every time; the next run tries again`,
-  })
+  await liveDays(later, later)
+  t.equal(detaches, 5 * 3, 'three tries of each of five detaches')
+  t.equal(lifecycle.figures.partitionsArchived, 0, 'nothing archived')
+  t.equal(lifecycle.figures.partitionsDropped, 0, 'nothing counted as dropped')
+  t.equal(lifecycle.figures.rowsDropped, 0)
+  const names = await partitions()
+  for (const day of days) t.ok(names.includes(day), `${day} still a partition`)
+  t.same(
+    lines.filter((l) => l.level === 40).map((l) => [l.attempts, l.msg]),
+    [...days.map((day) => `archive partition ${day}`), ...days.slice(0, 2).map((day) => `drop partition ${day}`)].map(
+      (what) => [3, `telemetry: ${what} gave way to ingest every time; the next run tries again`],
+    ),
+  )
   release()
   await holding
-  await liveDays(weekOn, weekOn)
-  t.equal(lifecycle.figures.partitionsArchived, 1, 'the next run archives it')
-  t.notOk((await partitions()).includes(yesterday))
+  await liveDays(later, later)
+  t.equal(lifecycle.figures.partitionsArchived, 3, 'the next run archives them')
+  t.equal(lifecycle.figures.partitionsDropped, 2, 'and drops the two past the limit')
+  t.same(await archiveNames(sql), [archiveName(MIDNIGHT + DAY)])
+})
+
+t.test('DDL waits for its lock up to lockTimeoutMs', async (t) => {
+  const { sql, url, lifecycle, lines, liveDays, setNow } = await lifecycleOn(t, { attempts: 1, lockTimeoutMs: 60_000 })
+  await liveDays(MIDNIGHT, MIDNIGHT)
+  const reader = postgres(url, { max: 1, onnotice: () => {} })
+  t.teardown(() => reader.end())
+  let release!: () => void
+  let locked!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  const reading = new Promise<void>((resolve) => (locked = resolve))
+  const holding = reader.begin(async (tx) => {
+    await tx`lock table only docs_search_events in access share mode`
+    locked()
+    await held
+  })
+  await reading
+  setNow(MIDNIGHT + 7 * DAY + 3_600_000)
+  let settled = false
+  const run = lifecycle.run().finally(() => (settled = true))
+  await waitFor(
+    'the detach to wait for its lock (or the run to end)',
+    async () =>
+      settled ||
+      (
+        await sql`select 1 from pg_locks
+                  where relation = 'docs_search_events'::regclass and mode = 'AccessExclusiveLock' and not granted`
+      ).length > 0,
+    { everyMs: 5 },
+  )
+  t.equal(settled, false, 'the run waits on its one try')
+  release()
+  await holding
+  t.equal(await run, true)
+  t.equal(lifecycle.figures.partitionsArchived, 1, 'and archives the day once the lock is free')
+  t.same(
+    lines.filter((l) => l.level === 40),
+    [],
+  )
 })
 
 t.test('only partition and archive names go into DDL', async (t) => {
@@ -281,4 +324,66 @@ t.test("the statements that change a session setting put it back on the lifecycl
   t.same(await settings(connection), before, 'after vacuuming a day')
   await repo.addSessionIndex(today)
   t.same(await settings(connection), before, 'after adding a session index')
+})
+
+t.test(
+  "the previous release's table (all times before a day) is not archived, and goes whole at the limit",
+  async (t) => {
+    const { sql, partitions, liveDays } = await lifecycleOn(t, { retentionDays: 30 })
+    const legacy = 'docs_search_events_before_days'
+    await sql.unsafe(`create table ${legacy} (like docs_search_events including defaults)`)
+    await sql.unsafe(
+      `alter table docs_search_events attach partition ${legacy} for values from (minvalue) to (${MIDNIGHT - 10 * DAY})`,
+    )
+    await liveDays(MIDNIGHT, MIDNIGHT)
+    t.ok((await partitions()).includes(legacy), 'still a partition past the KPI horizon')
+    t.same(await archiveNames(sql), [], 'not archived')
+    const [index] =
+      await sql`select indisvalid as valid from pg_index where indexrelid = ${`${legacy}_session`}::regclass`
+    t.same(index, { valid: true }, 'it got its session index')
+    for (const day of [-1, 0, 1, 2]) t.ok((await partitions()).includes(partitionName(MIDNIGHT + day * DAY)))
+    // Twenty-one days on, its end is past the 30-day limit.
+    await liveDays(MIDNIGHT + 21 * DAY, MIDNIGHT + 21 * DAY)
+    t.notOk((await partitions()).includes(legacy), 'dropped by retention')
+    t.same(
+      await archiveNames(sql),
+      [-1, 0, 1, 2].map((day) => archiveName(MIDNIGHT + day * DAY)),
+      'only the days were archived',
+    )
+  },
+)
+
+t.test('the DEFAULT events and the unreachable rollups are deleted in batches until none is left', async (t) => {
+  const { sql } = await lifecycleOn(t)
+  const repo = createTelemetryLifecycleRepository(sql)
+  // Times with no partition: the DEFAULT partition holds them.
+  await sql`insert into docs_search_events (event, emitted_at_ms)
+            select 'search_query', ms from unnest(${[1000, 1001, 1002, 1003, 1004, 20_000]}::bigint[]) ms`
+  t.equal(await repo.deleteDefaultBefore(10_000, 2), 5)
+  t.same(
+    (await sql`select emitted_at_ms::int as ms from docs_search_events_default`).map((r) => r.ms),
+    [20_000],
+  )
+  const horizon = 1_000_000
+  await sql`insert into docs_search_queries (query_id, first_ms, last_ms, queries, zero_result_queries, has_click)
+            select 'q' || i, i, case when i > 5 then ${horizon} + i else ${horizon} end, 1, 0, false
+            from generate_series(1, 7) i`
+  await sql`insert into docs_search_kpi_buckets (hour_ms, band, queries, zero_result_queries, clicked, successes)
+            select h, 0, 1, 0, 0, 0 from unnest(${[horizon - 7_200_000, horizon - 3_600_000, horizon, horizon + 3_600_000]}::bigint[]) h`
+  await sql`insert into docs_search_kpi_minutes (minute_ms, band, queries, zero_result_queries, clicked, successes)
+            select m, 0, 1, 0, 0, 0 from unnest(${[horizon - 60_000, horizon, horizon + 60_000]}::bigint[]) m`
+  // The events above were counted into buckets of their own (hour and minute 0), unreachable too.
+  const [unreachable] = await sql`select
+    (select count(*) from docs_search_kpi_buckets where hour_ms <= ${horizon})::int
+      + (select count(*) from docs_search_kpi_minutes where minute_ms <= ${horizon})::int as n`
+  t.ok(unreachable!.n >= 3 + 2)
+  t.same(await repo.deleteUnreachableRollups(horizon, 2), { queries: 5, buckets: unreachable!.n })
+  t.same(
+    (await sql`select query_id from docs_search_queries order by 1`).map((r) => r.query_id),
+    ['q6', 'q7'],
+    'a query whose last event is after the horizon is kept',
+  )
+  const [left] = await sql`select (select count(*) from docs_search_kpi_buckets)::int as hours,
+                                  (select count(*) from docs_search_kpi_minutes)::int as minutes`
+  t.same(left, { hours: 1, minutes: 1 }, 'the buckets after the horizon are kept')
 })
