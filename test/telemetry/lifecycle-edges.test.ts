@@ -73,8 +73,12 @@ t.test("while another replica holds the lifecycle's lock a run does nothing; a r
     await holder`select pg_advisory_unlock(${LOCK_ID})`
     holder.release()
   })
-  t.equal(await lifecycle.run(), true)
+  let finished = false
+  void lifecycle.run().then(() => (finished = true))
+  await lifecycle.settled()
+  t.equal(finished, true, 'settled() waits for the run under way')
   t.ok((await partitions()).includes(partitionName(MIDNIGHT)), "today's partition made")
+  t.equal(lifecycle.figures.oldestEventMs, null, 'no event kept, none archived')
   const [free] = await other`select pg_try_advisory_lock(${LOCK_ID}) as locked`
   t.equal(free!.locked, true, 'the run let go of the lock: another replica takes it')
   await other`select pg_advisory_unlock(${LOCK_ID})`
@@ -244,6 +248,9 @@ t.test('DDL waits for its lock up to lockTimeoutMs', async (t) => {
     { everyMs: 5 },
   )
   t.equal(settled, false, 'the run waits on its one try')
+  // A second on, far inside its 60 s, it still waits.
+  await new Promise((resolve) => setTimeout(resolve, 1000))
+  t.equal(settled, false, 'and still waits a second later')
   release()
   await holding
   t.equal(await run, true)
@@ -364,6 +371,11 @@ t.test('the DEFAULT events and the unreachable rollups are deleted in batches un
     (await sql`select emitted_at_ms::int as ms from docs_search_events_default`).map((r) => r.ms),
     [20_000],
   )
+  t.equal(await repo.oldestEventMs(), 20_000, 'the oldest event kept, no day archived')
+  await sql.unsafe(`create table ${archiveName(MIDNIGHT)} (like docs_search_events)`)
+  t.equal(await repo.oldestEventMs(), 20_000, 'older than the archived day')
+  await sql.unsafe(`delete from docs_search_events`)
+  t.equal(await repo.oldestEventMs(), MIDNIGHT, 'the archived day alone')
   const horizon = 1_000_000
   await sql`insert into docs_search_queries (query_id, first_ms, last_ms, queries, zero_result_queries, has_click)
             select 'q' || i, i, case when i > 5 then ${horizon} + i else ${horizon} end, 1, 0, false
@@ -386,4 +398,32 @@ t.test('the DEFAULT events and the unreachable rollups are deleted in batches un
   const [left] = await sql`select (select count(*) from docs_search_kpi_buckets)::int as hours,
                                   (select count(*) from docs_search_kpi_minutes)::int as minutes`
   t.same(left, { hours: 1, minutes: 1 }, 'the buckets after the horizon are kept')
+})
+
+t.test('creating a partition gives way to a lock too, and the next run makes it', async (t) => {
+  const { url, lines, partitions, liveDays } = await lifecycleOn(t, { attempts: 1, lockTimeoutMs: 1 })
+  // SHARE on the events' table: attaching a partition waits for it.
+  const reader = postgres(url, { max: 1, onnotice: () => {} })
+  t.teardown(() => reader.end())
+  let release!: () => void
+  let locked!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  const reading = new Promise<void>((resolve) => (locked = resolve))
+  const holding = reader.begin(async (tx) => {
+    await tx`lock table only docs_search_events in share mode`
+    locked()
+    await held
+  })
+  await reading
+  await liveDays(MIDNIGHT, MIDNIGHT)
+  const days = [-1, 0, 1, 2].map((day) => partitionName(MIDNIGHT + day * DAY))
+  t.same(
+    lines.filter((l) => l.level === 40).map((l) => l.msg),
+    days.map((day) => `telemetry: create partition ${day} gave way to ingest every time; the next run tries again`),
+  )
+  for (const day of days) t.notOk((await partitions()).includes(day))
+  release()
+  await holding
+  await liveDays(MIDNIGHT, MIDNIGHT)
+  for (const day of days) t.ok((await partitions()).includes(day), `${day} made by the next run`)
 })
