@@ -68,7 +68,9 @@ export default {
   packageManager: 'npm',
   testRunner: 'tap',
   plugins: ['@stryker-mutator/tap-runner'],
-  mutate: module.mutate,
+  // MUTATION_MUTATE="file:line:column-line:column ...": only these ranges are mutated and tested;
+  // the module's other mutants keep their results from the incremental file.
+  mutate: process.env.MUTATION_MUTATE ? process.env.MUTATION_MUTATE.split(/\s+/).filter(Boolean) : module.mutate,
   buildCommand: 'node tools/build-tests.mjs',
   tap: {
     testFiles: module.tests.map((file) => `.build/test/${file}.test.js`),
