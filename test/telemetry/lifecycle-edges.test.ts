@@ -89,18 +89,22 @@ t.test('a closed day is vacuumed once, and again only after new events', async (
   setNow(MIDNIGHT + 6 * 3_600_000)
   t.ok(await lifecycle.run())
   const yesterday = partitionName(MIDNIGHT - DAY)
-  const stats = async () =>
+  const today = partitionName(MIDNIGHT)
+  const stats = async (name = yesterday) =>
     (
       await sql`select n_ins_since_vacuum::int as pending, vacuum_count::int as vacuums
-                from pg_stat_user_tables where relname = ${yesterday}`
+                from pg_stat_user_tables where relname = ${name}`
     )[0] as { pending: number; vacuums: number }
-  const insertYesterday = async () => {
-    await sql`insert into docs_search_events (event, emitted_at_ms) values ('search_query', ${MIDNIGHT - 3_600_000})`
+  const insert = async (ms: number, name: string) => {
+    await sql`insert into docs_search_events (event, emitted_at_ms) values ('search_query', ${ms})`
     // The insert reaches the statistics about a second after its transaction.
-    await waitFor('the insert in the statistics', async () => (await stats()).pending > 0)
+    await waitFor('the insert in the statistics', async () => (await stats(name)).pending > 0)
   }
+  const insertYesterday = () => insert(MIDNIGHT - 3_600_000, yesterday)
   await insertYesterday()
+  await insert(MIDNIGHT + 3_600_000, today)
   const first = (await stats()).vacuums
+  const todayFirst = (await stats(today)).vacuums
   t.ok(await lifecycle.run())
   t.equal((await stats()).vacuums, first + 1, 'vacuumed once closed')
   t.ok(await lifecycle.run())
@@ -108,6 +112,7 @@ t.test('a closed day is vacuumed once, and again only after new events', async (
   await insertYesterday()
   t.ok(await lifecycle.run())
   t.equal((await stats()).vacuums, first + 2, 'again after a late event')
+  t.equal((await stats(today)).vacuums, todayFirst, 'today, still written, never')
 })
 
 t.test('a day ending exactly at the KPI horizon is archived; one ending exactly at the limit goes', async (t) => {
@@ -426,4 +431,79 @@ t.test('creating a partition gives way to a lock too, and the next run makes it'
   await holding
   await liveDays(MIDNIGHT, MIDNIGHT)
   for (const day of days) t.ok((await partitions()).includes(day), `${day} made by the next run`)
+})
+
+t.test("a day's vacuum and a session index build run without the pool's statement timeout", async (t) => {
+  const { sql } = await lifecycleOn(t)
+  const connection = await sql.reserve()
+  t.teardown(() => connection.release())
+  const repo = createTelemetryLifecycleRepository(connection)
+  // A day table with enough rows that neither statement ends within 1 ms.
+  const day = partitionName(MIDNIGHT + 30 * DAY)
+  await connection.unsafe(`create table ${day} (like docs_search_events including defaults)`)
+  await connection.unsafe(`insert into ${day} (event, emitted_at_ms, session_id)
+                           select 'search_query', ${MIDNIGHT + 30 * DAY} + i, 's' || (i % 997) from generate_series(1, 50000) i`)
+  await connection`set statement_timeout = 1`
+  await repo.vacuumDay(day)
+  await connection`set statement_timeout = 1`
+  await repo.addSessionIndex(day)
+  const [index] =
+    await connection`select indisvalid as valid from pg_index where indexrelid = ${`${day}_session`}::regclass`
+  t.same(index, { valid: true }, 'the index built')
+})
+
+/** Cancels the lifecycle's CREATE INDEX CONCURRENTLY once it waits for an older snapshot (held by `holder`). */
+async function cancelIndexBuild(t: Test, sql: Sql, url: string, run: () => Promise<boolean>) {
+  const holder = postgres(url, { max: 1, onnotice: () => {} })
+  t.teardown(() => holder.end())
+  let release!: () => void
+  let holding!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  const snapshot = new Promise<void>((resolve) => (holding = resolve))
+  const open = holder.begin('isolation level repeatable read', async (tx) => {
+    await tx`select 1`
+    holding()
+    await held
+  })
+  await snapshot
+  const running = run()
+  const [build] = await waitFor('the index build to wait for the older snapshot', async () => {
+    const rows = await sql`select pid from pg_stat_activity
+                           where query ilike 'create index concurrently%' and wait_event_type = 'Lock'`
+    return rows.length > 0 ? rows : undefined
+  })
+  await sql`select pg_cancel_backend(${build!.pid})`
+  const result = await running
+  release()
+  await open
+  return result
+}
+
+t.test('a session index build that fails is logged and the run goes on', async (t) => {
+  const { sql, url, lifecycle, lines, partitions, setNow } = await lifecycleOn(t)
+  const legacy = 'docs_search_events_before_days'
+  await sql.unsafe(`create table ${legacy} (like docs_search_events including defaults)`)
+  await sql.unsafe(
+    `alter table docs_search_events attach partition ${legacy} for values from (minvalue) to (${MIDNIGHT - 10 * DAY})`,
+  )
+  setNow(MIDNIGHT)
+  t.equal(await cancelIndexBuild(t, sql, url, () => lifecycle.run()), true, 'the run completes')
+  t.match(
+    lines.filter((l) => l.level === 40),
+    [{ partition: legacy, msg: 'telemetry: session index not built', err: { code: '57014' } }],
+  )
+  t.ok((await partitions()).includes(partitionName(MIDNIGHT)), 'the rest of the run happened')
+})
+
+t.test("an archive's session index build that fails is logged and the run goes on", async (t) => {
+  const { sql, url, lifecycle, lines, setNow } = await lifecycleOn(t)
+  const archive = archiveName(MIDNIGHT - 8 * DAY)
+  await sql.unsafe(`create table ${archive} (like docs_search_events including defaults)`)
+  setNow(MIDNIGHT)
+  t.equal(await cancelIndexBuild(t, sql, url, () => lifecycle.run()), true, 'the run completes')
+  t.match(
+    lines.filter((l) => l.level === 40),
+    [{ archive, msg: 'telemetry: session index not built', err: { code: '57014' } }],
+  )
+  t.equal(lifecycle.figures.oldestEventMs, MIDNIGHT - 8 * DAY, 'the rest of the run happened')
 })
