@@ -83,7 +83,10 @@ writeFileSync(
 
 Written by \`make mutation\` (tools/mutation/run.mjs); rewritten by each run. Not in CI (too slow for
 2 cores). StrykerJS 10 with the tap runner, \`perTest\` coverage (a mutant runs only the test files
-that reached it), incremental (a rerun retests only mutants whose code or covering tests changed).
+that reached it, in the module's order, until one fails). Incremental files keep each module's full
+results, but a run reuses none of them: the tests are the built .build/ files, which Stryker does not
+read, so every test looks new. \`MUTATION_MUTATE="file:line:column-line:column ..."\` retests only the
+mutants inside those ranges; the module's others keep their earlier results.
 Modules and their test files: tools/mutation/stryker.config.mjs. Score = (killed + timed out) /
 (killed + timed out + survived + no coverage).
 

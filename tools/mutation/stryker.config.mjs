@@ -4,8 +4,9 @@
 // of the module into the TypeScript at once (switched on by an environment variable, which the
 // servers a test starts inherit), transpiles the tests into .build/ as `npm test` does, then runs
 // for each mutant only the test files that reached it (perTest coverage, one "test" per file).
-// Incremental: the last run's results per module (tools/mutation/incremental/) let a rerun retest
-// only mutants whose code or covering tests changed.
+// Incremental files (tools/mutation/incremental/) hold each module's last full results, but Stryker
+// reuses none: it does not read the built test files, so every test looks new and every mutant is
+// retested. MUTATION_MUTATE narrows a run to given ranges; the others keep their earlier results.
 const modules = {
   idempotency: {
     mutate: ['src/idempotency/**/*.ts'],
