@@ -158,7 +158,7 @@ sdk-check: node_modules tools/sdk/node_modules/.package-lock.json
 tools/sdk/node_modules/.package-lock.json: tools/sdk/package.json tools/sdk/package-lock.json | supported-node
 	npm ci --prefix tools/sdk --no-audit --no-fund
 
-## Mutation testing (StrykerJS, tools/mutation/) of idempotency, auth, the telemetry lifecycle and erasure, the user and conspectus repositories, each with its own test files, incremental; writes bench/mutation.md. MUTATION_MODULES="auth users" for some. Slow (minutes per module on 2 cores): not in CI.
+## Mutation testing (StrykerJS, tools/mutation/) of idempotency, auth, the telemetry lifecycle and erasure, the user and conspectus repositories, each with its own test files, incremental; writes bench/mutation.md. MUTATION_MODULES="auth users" for some; MUTATION_MUTATE="file:line:column-line:column ..." retests only those ranges. Slow (minutes per module on 2 cores): not in CI.
 mutation: node_modules $(TAP_STAMP) $(IMAGE_NODE_BIN)/node tools/mutation/node_modules/.package-lock.json
 	$(ON_IMAGE_NODE) node tools/mutation/run.mjs
 

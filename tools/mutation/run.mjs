@@ -1,7 +1,8 @@
 // `make mutation`: StrykerJS over each module in turn (MUTATION_MODULES, all by default), then
 // bench/mutation.md rewritten from the modules' incremental files (the full reports): score per
 // module and every surviving or uncovered mutant, with the reason it is accepted from
-// accepted.json (key: "file:line:column mutator -> replacement"), or "not reviewed".
+// accepted.json (key: "file:line:column mutator -> replacement", the line where that code is now),
+// or "not reviewed".
 import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -20,6 +21,7 @@ const seconds = Object.fromEntries(
 )
 const ranAt = {}
 const reportOnly = process.argv.includes('--report-only')
+const ranges = (process.env.MUTATION_MUTATE ?? '').split(/\s+/).filter(Boolean).length
 for (const m of reportOnly ? [] : modules) {
   if (!ALL.includes(m)) throw new Error(`unknown module ${m}: one of ${ALL.join(', ')}`)
   const started = Date.now()
@@ -43,16 +45,24 @@ for (const m of ALL) {
   const count = { Killed: 0, Timeout: 0, Survived: 0, NoCoverage: 0, CompileError: 0, RuntimeError: 0, Ignored: 0 }
   for (const [file, { source, mutants }] of Object.entries(files)) {
     const lines = source.split('\n')
+    // A module's last run may predate edits that moved its lines: a reason is looked up at the line
+    // that holds the same text in the file now (when exactly one does), else at the run's own line.
+    const now = existsSync(file) ? readFileSync(file, 'utf8').split('\n') : []
+    const lineNow = (line) => {
+      const at = now.indexOf(lines[line - 1])
+      return at !== -1 && now.lastIndexOf(lines[line - 1]) === at ? at + 1 : line
+    }
     for (const mutant of mutants) {
       count[mutant.status] = (count[mutant.status] ?? 0) + 1
       if (mutant.status !== 'Survived' && mutant.status !== 'NoCoverage') continue
       const line = mutant.location.start.line
       const replacement = (mutant.replacement ?? '').replace(/\s+/g, ' ').slice(0, 60)
       const column = mutant.location.start.column
-      const key = `${file}:${line}:${column} ${mutant.mutatorName} -> ${replacement}`
+      const key = (at) => `${file}:${at}:${column} ${mutant.mutatorName} -> ${replacement}`
+      const reason = accepted[key(lineNow(line))] ?? accepted[key(line)] ?? 'not reviewed'
       const original = lines[line - 1]?.trim().slice(0, 70) ?? ''
       remaining.push(
-        `| ${m} | \`${file}:${line}:${column}\` | ${mutant.status} | ${mutant.mutatorName}: \`${replacement.replaceAll('|', '\\|')}\` in \`${original.replaceAll('|', '\\|')}\` | ${accepted[key] ?? 'not reviewed'} |`,
+        `| ${m} | \`${file}:${line}:${column}\` | ${mutant.status} | ${mutant.mutatorName}: \`${replacement.replaceAll('|', '\\|')}\` in \`${original.replaceAll('|', '\\|')}\` | ${reason} |`,
       )
     }
   }
@@ -73,7 +83,10 @@ writeFileSync(
 
 Written by \`make mutation\` (tools/mutation/run.mjs); rewritten by each run. Not in CI (too slow for
 2 cores). StrykerJS 10 with the tap runner, \`perTest\` coverage (a mutant runs only the test files
-that reached it), incremental (a rerun retests only mutants whose code or covering tests changed).
+that reached it, in the module's order, until one fails). Incremental files keep each module's full
+results, but a run reuses none of them: the tests are the built .build/ files, which Stryker does not
+read, so every test looks new. \`MUTATION_MUTATE="file:line:column-line:column ..."\` retests only the
+mutants inside those ranges; the module's others keep their earlier results.
 Modules and their test files: tools/mutation/stryker.config.mjs. Score = (killed + timed out) /
 (killed + timed out + survived + no coverage).
 
@@ -83,7 +96,7 @@ Modules and their test files: tools/mutation/stryker.config.mjs. Score = (killed
     .map((l) => l.toFixed(1))
     .join(' ')})
 - commit: ${git('rev-parse', '--short', 'HEAD')}${dirty}
-- command: \`make mutation${chosen.length > 0 ? ` MUTATION_MODULES="${modules.join(' ')}"` : ''}\` (this run: ${Object.keys(ranAt).join(', ') || 'report only'}; other rows from the modules' last runs)
+- command: \`make mutation${chosen.length > 0 ? ` MUTATION_MODULES="${modules.join(' ')}"` : ''}\`${ranges > 0 ? ` with MUTATION_MUTATE (${ranges} ranges: only their mutants retested)` : ''} (this run: ${Object.keys(ranAt).join(', ') || 'report only'}; other rows from the modules' last runs)
 
 | module | score | killed | timed out | survived | no coverage | errors | last run |
 |---|---|---|---|---|---|---|---|

@@ -4,12 +4,14 @@
 // of the module into the TypeScript at once (switched on by an environment variable, which the
 // servers a test starts inherit), transpiles the tests into .build/ as `npm test` does, then runs
 // for each mutant only the test files that reached it (perTest coverage, one "test" per file).
-// Incremental: the last run's results per module (tools/mutation/incremental/) let a rerun retest
-// only mutants whose code or covering tests changed.
+// Incremental files (tools/mutation/incremental/) hold each module's last full results, but Stryker
+// reuses none: it does not read the built test files, so every test looks new and every mutant is
+// retested. MUTATION_MUTATE narrows a run to given ranges; the others keep their earlier results.
 const modules = {
   idempotency: {
     mutate: ['src/idempotency/**/*.ts'],
     tests: [
+      'idempotency/other-unique-violations',
       'idempotency/hashed-properties',
       'idempotency/expiry',
       'idempotency/key-and-scope',
@@ -41,7 +43,8 @@ const modules = {
   // The events' lifecycle: partitions, archiving, retention.
   'telemetry-lifecycle': {
     mutate: ['src/telemetry/lifecycle.ts', 'src/repositories/telemetry-lifecycle.ts'],
-    tests: ['telemetry/lifecycle', 'telemetry/erasure'],
+    // A mutant runs its covering files in this order until one fails: the short edge file first.
+    tests: ['telemetry/lifecycle-edges', 'telemetry/lifecycle', 'telemetry/erasure'],
   },
   // A session's erasure (eraseSession); its archived days are erased in the lifecycle's tests.
   'telemetry-erasure': {
@@ -66,7 +69,9 @@ export default {
   packageManager: 'npm',
   testRunner: 'tap',
   plugins: ['@stryker-mutator/tap-runner'],
-  mutate: module.mutate,
+  // MUTATION_MUTATE="file:line:column-line:column ...": only these ranges are mutated and tested;
+  // the module's other mutants keep their results from the incremental file.
+  mutate: process.env.MUTATION_MUTATE ? process.env.MUTATION_MUTATE.split(/\s+/).filter(Boolean) : module.mutate,
   buildCommand: 'node tools/build-tests.mjs',
   tap: {
     testFiles: module.tests.map((file) => `.build/test/${file}.test.js`),
