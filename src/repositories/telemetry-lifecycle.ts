@@ -152,6 +152,12 @@ export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200
       // Outside any transaction (CONCURRENTLY), and longer than the pool's statement_timeout on a big table.
       await sql.unsafe(`set statement_timeout = 0`)
       try {
+        // A build that failed (cancelled, a lock timeout) leaves an invalid index of that name,
+        // which IF NOT EXISTS would keep for ever: it goes, and the index is built again.
+        const [invalid] = await sql<{ invalid: boolean }[]>`
+          select true as invalid from pg_index i join pg_class c on c.oid = i.indexrelid
+          where c.relname = ${sessionIndex(name)} and c.relnamespace = current_schema()::regnamespace and not i.indisvalid`
+        if (invalid) await sql.unsafe(`drop index concurrently if exists ${ident(sessionIndex(name))}`)
         await sql.unsafe(
           `create index concurrently if not exists ${ident(sessionIndex(name))} on ${ident(name)} (session_id)`,
         )

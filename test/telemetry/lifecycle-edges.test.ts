@@ -495,6 +495,25 @@ t.test('a session index build that fails is logged and the run goes on', async (
   t.ok((await partitions()).includes(partitionName(MIDNIGHT)), 'the rest of the run happened')
 })
 
+t.test('an invalid session index (a build that failed after creating it) is built again, not kept', async (t) => {
+  const { sql } = await lifecycleOn(t)
+  const day = partitionName(MIDNIGHT)
+  await sql.unsafe(`create table ${day} partition of docs_search_events for values from (${MIDNIGHT}) to (${MIDNIGHT + DAY})`)
+  await sql.unsafe(`create index ${day}_session on ${day} (session_id)`)
+  // The state a build cancelled or timed out after its catalogue entry leaves behind.
+  await sql`update pg_index set indisvalid = false where indexrelid = ${`${day}_session`}::regclass`
+  const validity = () =>
+    sql<{ valid: boolean }[]>`select indisvalid as valid from pg_index where indexrelid = ${`${day}_session`}::regclass`
+  t.same(await validity(), [{ valid: false }], 'an invalid index to begin with')
+  const reserved = await sql.reserve()
+  try {
+    await createTelemetryLifecycleRepository(reserved as never).addSessionIndex(day)
+  } finally {
+    reserved.release()
+  }
+  t.same(await validity(), [{ valid: true }], 'the next build replaces it with a valid one')
+})
+
 t.test("an archive's session index build that fails is logged and the run goes on", async (t) => {
   const { sql, url, lifecycle, lines, setNow } = await lifecycleOn(t)
   const archive = archiveName(MIDNIGHT - 8 * DAY)
