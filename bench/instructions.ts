@@ -168,5 +168,5 @@ for (const [name, byTarget] of counts) {
 }
 printed.write(
   `Counted by valgrind (callgrind), the main thread's user-space instructions, ${N} requests per case at ${CONNECTIONS} connections after ${WARMUP} to warm up: unmoved by other work on the machine. ` +
-    'The kernel\'s share (socket reads and writes) and the cost of cache misses are not in a count, so these ratios are not the CPU ratios of `make bench`; they show what a change saves.',
+    "The kernel's share (socket reads and writes) and the cost of cache misses are not in a count, so these ratios are not the CPU ratios of `make bench`; they show what a change saves.",
 )

@@ -59,40 +59,50 @@ t.test('reviewMoves gives, for every slot a note may be in, the same move as nex
   )
 })
 
-t.test('reviewMoves, asked in any order across zones, days and daylight-saving changes, equals the policy computed afresh', async (t) => {
-  // Each zone and outcome keeps the moves of its last study day; calls jumping between days,
-  // back and forth, and across each zone's changes must never be answered with another day's.
-  const zones = ['America/New_York', 'Europe/Berlin', 'Asia/Kathmandu', 'Pacific/Chatham', 'Australia/Lord_Howe', 'UTC']
-  const start = Date.parse('2026-03-01T00:00:00Z')
-  const call = fc.record({
-    zone: fc.constantFrom(...zones, 'europe/berlin'),
-    // ten weeks in minutes, so that neighbouring calls often share or straddle a 04:00 rollover
-    at: fc.integer({ min: 0, max: 70 * 24 * 60 }).map((minutes) => new Date(start + minutes * 60_000)),
-    outcome: fc.constantFrom('remembered' as const, 'forgot' as const),
-  })
-  fc.assert(
-    fc.property(fc.array(call, { minLength: 1, maxLength: 40 }), (calls) => {
-      for (const { zone, at, outcome } of calls) {
-        const moves = reviewMoves(outcome, at, zone)
-        for (const from of ['A', 'B', 'C', 'D'] as Slot[]) {
-          const slot = nextSlot(from, outcome)
-          if (moves[from].slot !== slot || moves[from].next_review_at !== iso(nextReviewAt(at, slot, zone)))
-            return false
+t.test(
+  'reviewMoves, asked in any order across zones, days and daylight-saving changes, equals the policy computed afresh',
+  async (t) => {
+    // Each zone and outcome keeps the moves of its last study day; calls jumping between days,
+    // back and forth, and across each zone's changes must never be answered with another day's.
+    const zones = [
+      'America/New_York',
+      'Europe/Berlin',
+      'Asia/Kathmandu',
+      'Pacific/Chatham',
+      'Australia/Lord_Howe',
+      'UTC',
+    ]
+    const start = Date.parse('2026-03-01T00:00:00Z')
+    const call = fc.record({
+      zone: fc.constantFrom(...zones, 'europe/berlin'),
+      // ten weeks in minutes, so that neighbouring calls often share or straddle a 04:00 rollover
+      at: fc.integer({ min: 0, max: 70 * 24 * 60 }).map((minutes) => new Date(start + minutes * 60_000)),
+      outcome: fc.constantFrom('remembered' as const, 'forgot' as const),
+    })
+    fc.assert(
+      fc.property(fc.array(call, { minLength: 1, maxLength: 40 }), (calls) => {
+        for (const { zone, at, outcome } of calls) {
+          const moves = reviewMoves(outcome, at, zone)
+          for (const from of ['A', 'B', 'C', 'D'] as Slot[]) {
+            const slot = nextSlot(from, outcome)
+            if (moves[from].slot !== slot || moves[from].next_review_at !== iso(nextReviewAt(at, slot, zone)))
+              return false
+          }
         }
-      }
-      return true
-    }),
-    { numRuns: 300, seed: 20261128 },
-  )
-  const first = reviewMoves('remembered', new Date('2026-03-10T12:00:00Z'), 'UTC')
-  ;(first as { A: { slot: string } }).A.slot = 'D'
-  t.same(
-    reviewMoves('remembered', new Date('2026-03-10T12:00:00Z'), 'UTC').A,
-    { slot: 'B', next_review_at: '2026-03-13T04:00:00.000Z' },
-    'a caller changing a returned move changes nothing kept',
-  )
-  t.pass('300 random call sequences agree with the policy computed afresh')
-})
+        return true
+      }),
+      { numRuns: 300, seed: 20261128 },
+    )
+    const first = reviewMoves('remembered', new Date('2026-03-10T12:00:00Z'), 'UTC')
+    ;(first as { A: { slot: string } }).A.slot = 'D'
+    t.same(
+      reviewMoves('remembered', new Date('2026-03-10T12:00:00Z'), 'UTC').A,
+      { slot: 'B', next_review_at: '2026-03-13T04:00:00.000Z' },
+      'a caller changing a returned move changes nothing kept',
+    )
+    t.pass('300 random call sequences agree with the policy computed afresh')
+  },
+)
 
 t.test('due at 04:00 local on the day interval(slot) days after the event day', async (t) => {
   // 10:00 in Berlin (CET, UTC+1) on 2026-01-10

@@ -498,7 +498,9 @@ t.test('a session index build that fails is logged and the run goes on', async (
 t.test('an invalid session index (a build that failed after creating it) is built again, not kept', async (t) => {
   const { sql } = await lifecycleOn(t)
   const day = partitionName(MIDNIGHT)
-  await sql.unsafe(`create table ${day} partition of docs_search_events for values from (${MIDNIGHT}) to (${MIDNIGHT + DAY})`)
+  await sql.unsafe(
+    `create table ${day} partition of docs_search_events for values from (${MIDNIGHT}) to (${MIDNIGHT + DAY})`,
+  )
   await sql.unsafe(`create index ${day}_session on ${day} (session_id)`)
   // The state a build cancelled or timed out after its catalogue entry leaves behind.
   await sql`update pg_index set indisvalid = false where indexrelid = ${`${day}_session`}::regclass`
