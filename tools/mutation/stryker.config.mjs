@@ -48,7 +48,7 @@ const modules = {
   },
   // A session's erasure (eraseSession); its archived days are erased in the lifecycle's tests.
   'telemetry-erasure': {
-    mutate: ['src/repositories/telemetry.ts:221-235'],
+    mutate: ['src/repositories/telemetry.ts:211-221', 'src/repositories/telemetry.ts:244-252'],
     tests: ['telemetry/erasure', 'telemetry/lifecycle'],
   },
   users: {
