@@ -57,7 +57,7 @@ const modules = {
   },
   conspectuses: {
     mutate: ['src/repositories/conspectuses.ts', 'src/pagination/keyset-page.ts'],
-    tests: ['conspectuses/conspectuses', 'conspectuses/error-log', 'schedule/leitner'],
+    tests: ['pagination/keyset-page', 'conspectuses/conspectuses', 'conspectuses/error-log', 'schedule/leitner', 'users/learner-data'],
   },
 }
 
