@@ -57,7 +57,13 @@ const modules = {
   },
   conspectuses: {
     mutate: ['src/repositories/conspectuses.ts', 'src/pagination/keyset-page.ts'],
-    tests: ['pagination/keyset-page', 'conspectuses/conspectuses', 'conspectuses/error-log', 'schedule/leitner', 'users/learner-data'],
+    tests: [
+      'pagination/keyset-page',
+      'conspectuses/conspectuses',
+      'conspectuses/error-log',
+      'schedule/leitner',
+      'users/learner-data',
+    ],
   },
 }
 
