@@ -76,8 +76,14 @@ t.test('a created key answers at once, with its secret shown once', async (t) =>
   const read = await api.get(`${KEYS}/acme-web`)
   t.equal(read.statusCode, 200)
   t.notOk('secret' in json(read), 'a read never shows the secret')
-  const lastUsed = await waitFor('last_used_at', async () => json(await api.get(`${KEYS}/acme-web`)).last_used_at)
-  t.equal(new Date(lastUsed).getUTCMinutes(), 0, 'last_used_at: the hour the key was used')
+  // waitFor takes null for an answer: a key never used reads last_used_at null, so wait for a string.
+  const lastUsed = await waitFor(
+    'last_used_at',
+    async () => (json(await api.get(`${KEYS}/acme-web`)).last_used_at as string | null) ?? undefined,
+  )
+  t.type(lastUsed, 'string', 'last_used_at is written once the key answered')
+  const hour = new Date(lastUsed)
+  t.same([hour.getUTCMinutes(), hour.getUTCSeconds(), hour.getUTCMilliseconds()], [0, 0, 0], 'to the hour')
 })
 
 t.test('ids that are taken', async (t) => {

@@ -98,6 +98,20 @@ t.test('a stored secret that answered before: revoked or rolled away, 401 at onc
   registry.replaceStored([])
   t.equal(registry.identify('ssk_second', now), null, 'a full re-read without the key: refused at once')
   t.equal(registry.identify('configured', now)!.id, legacyKeyId('configured'), 'configured keys are untouched')
+
+  // A stored row under a configured key's id (the admin operations refuse such an id) is ignored:
+  // it could otherwise give that id another secret.
+  const shadow = (plain: string, id: string): StoredSecret => ({
+    digest: Buffer.from(sha256(plain), 'hex'),
+    expiresAt: null,
+    identity: Object.freeze({ ...identity, id }),
+  })
+  registry.replaceStored([shadow('ssk_shadow', legacyKeyId('configured')), shadow('ssk_legacy_like', legacyKeyId('x'))])
+  t.equal(registry.identify('ssk_shadow', now), null, "a stored secret under a configured key's id is refused")
+  t.equal(registry.identify('ssk_legacy_like', now), null, 'and one under any id of the API_KEYS pattern')
+  registry.replaceStoredKey(legacyKeyId('configured'), [shadow('ssk_shadow', legacyKeyId('configured'))])
+  t.equal(registry.identify('ssk_shadow', now), null, 'also when one key is re-read')
+  t.equal(registry.identify('configured', now)!.stored, false, 'the configured key stays what it was')
 })
 
 t.test('a malformed file stops the start with one line naming the entry and the problem', async (t) => {

@@ -36,6 +36,7 @@ const modules = {
       'auth/key-file',
       'auth/guards',
       // stored keys: the registry's replacement, the sync and its listener
+      'auth/stored-key-sync',
       'auth/admin-keys',
       'scale/key-propagation',
     ],
