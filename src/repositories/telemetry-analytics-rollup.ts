@@ -216,50 +216,40 @@ const RECOMPUTE_SQL = (EVENTS: string) => `
   from clicks where result_rank > 0
   group by 1, 2`
 
-// $1: the hours whose slices changed, summed again from them; their session ids merged (the
-// first SESSIONS_KEPT of the slices' ones: all of them, or as many as a threshold up to
-// SESSIONS_KEPT needs). The hourly series reads these rows.
-const HOURS_SQL = `
+/**
+ * $1: the periods (hours or days) whose finer rows changed, summed again from them; their session
+ * ids merged (the first SESSIONS_KEPT of the finer rows' ones: all of them, or as many as a
+ * threshold up to SESSIONS_KEPT needs). Hours are summed from slices (the hourly series reads
+ * them), days from hours (the lists and the daily series).
+ */
+const resummed = (into: string, period: string, from: string, fromPeriod: string, periodMs: number) => `
   with sums as (
-    select h.hour_ms, s.query, sum(searches) as searches, sum(no_results) as no_results, sum(with_click) as with_click,
+    select p.${period}, f.query, sum(searches) as searches, sum(no_results) as no_results, sum(with_click) as with_click,
            sum(no_click) as no_click, sum(unnamed) as unnamed, sum(ranked_clicks) as ranked_clicks, sum(rank_sum) as rank_sum
-    from unnest($1::bigint[]) h(hour_ms)
-    join docs_search_analytics_slices s on s.slice_ms >= h.hour_ms and s.slice_ms < h.hour_ms + ${HOUR_MS}
+    from unnest($1::bigint[]) p(${period})
+    join ${from} f on f.${fromPeriod} >= p.${period} and f.${fromPeriod} < p.${period} + ${periodMs}
     group by 1, 2
   ),
   sessions as (
-    select h.hour_ms, s.query, (array_agg(distinct id order by id))[1:${SESSIONS_KEPT}] as sessions
-    from unnest($1::bigint[]) h(hour_ms)
-    join docs_search_analytics_slices s on s.slice_ms >= h.hour_ms and s.slice_ms < h.hour_ms + ${HOUR_MS}
-    cross join unnest(s.sessions) id
+    select p.${period}, f.query, (array_agg(distinct id order by id))[1:${SESSIONS_KEPT}] as sessions
+    from unnest($1::bigint[]) p(${period})
+    join ${from} f on f.${fromPeriod} >= p.${period} and f.${fromPeriod} < p.${period} + ${periodMs}
+    cross join unnest(f.sessions) id
     group by 1, 2
   )
-  insert into docs_search_analytics_hours
-    (hour_ms, query, searches, no_results, with_click, no_click, unnamed, sessions, ranked_clicks, rank_sum)
-  select hour_ms, query, searches, no_results, with_click, no_click, unnamed, coalesce(sessions, '{}'), ranked_clicks, rank_sum
-  from sums left join sessions using (hour_ms, query)`
+  insert into ${into}
+    (${period}, query, searches, no_results, with_click, no_click, unnamed, sessions, ranked_clicks, rank_sum)
+  select ${period}, query, searches, no_results, with_click, no_click, unnamed, coalesce(sessions, '{}'), ranked_clicks, rank_sum
+  from sums left join sessions using (${period}, query)`
 
-// $1: the days whose hours changed, summed again; their session ids merged (the first
-// SESSIONS_KEPT of the hours' ones: all of them, or as many as a threshold up to SESSIONS_KEPT needs).
-const DAYS_SQL = `
-  with sums as (
-    select d.day_ms, h.query, sum(searches) as searches, sum(no_results) as no_results, sum(with_click) as with_click,
-           sum(no_click) as no_click, sum(unnamed) as unnamed, sum(ranked_clicks) as ranked_clicks, sum(rank_sum) as rank_sum
-    from unnest($1::bigint[]) d(day_ms)
-    join docs_search_analytics_hours h on h.hour_ms >= d.day_ms and h.hour_ms < d.day_ms + ${DAY_MS}
-    group by 1, 2
-  ),
-  sessions as (
-    select d.day_ms, h.query, (array_agg(distinct s order by s))[1:${SESSIONS_KEPT}] as sessions
-    from unnest($1::bigint[]) d(day_ms)
-    join docs_search_analytics_hours h on h.hour_ms >= d.day_ms and h.hour_ms < d.day_ms + ${DAY_MS}
-    cross join unnest(h.sessions) s
-    group by 1, 2
-  )
-  insert into docs_search_analytics_days
-    (day_ms, query, searches, no_results, with_click, no_click, unnamed, sessions, ranked_clicks, rank_sum)
-  select day_ms, query, searches, no_results, with_click, no_click, unnamed, coalesce(sessions, '{}'), ranked_clicks, rank_sum
-  from sums left join sessions using (day_ms, query)`
+const HOURS_SQL = resummed(
+  'docs_search_analytics_hours',
+  'hour_ms',
+  'docs_search_analytics_slices',
+  'slice_ms',
+  HOUR_MS,
+)
+const DAYS_SQL = resummed('docs_search_analytics_days', 'day_ms', 'docs_search_analytics_hours', 'hour_ms', DAY_MS)
 
 // $1: the days whose slices changed: their clicks per rank bucket summed again.
 const RANK_DAYS_SQL = `
