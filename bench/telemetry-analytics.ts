@@ -17,6 +17,7 @@ const gauge = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)
  */
 export function watchFreshness(base: string) {
   const ages: number[] = []
+  const backlogs: number[] = []
   const durations = new Map<number, number>()
   let stopped = false
   const done = (async () => {
@@ -27,6 +28,7 @@ export function watchFreshness(base: string) {
         () => '',
       )
       const started = gauge(text, 'docs_search_analytics_refreshed_timestamp_seconds')
+      backlogs.push(gauge(text, 'docs_search_analytics_refresh_backlog_slices'))
       if (started > 0) {
         ages.push(Date.now() / 1000 - started)
         durations.set(started, gauge(text, 'docs_search_analytics_refresh_duration_seconds'))
@@ -38,9 +40,11 @@ export function watchFreshness(base: string) {
     await done
     const sortedAges = [...ages].sort((a, b) => a - b)
     const sortedDurations = [...durations.values()].sort((a, b) => a - b)
+    const sortedBacklogs = [...backlogs].sort((a, b) => a - b)
     return (
-      `analytics rollup while seeding: data age (now − start of the last refresh) p50 ${fmt(p(sortedAges, 0.5))} s, max ${fmt(sortedAges.at(-1) ?? Number.NaN)} s (target ≤ 300 s); ` +
-      `${sortedDurations.length} refreshes, each p50 ${fmt(p(sortedDurations, 0.5))} s, max ${fmt(sortedDurations.at(-1) ?? Number.NaN)} s`
+      `analytics rollup while seeding: data age (now − start of the last refresh that emptied the log) p50 ${fmt(p(sortedAges, 0.5))} s, max ${fmt(sortedAges.at(-1) ?? Number.NaN)} s (target ≤ 300 s); ` +
+      `${sortedDurations.length} such refreshes, each p50 ${fmt(p(sortedDurations, 0.5))} s, max ${fmt(sortedDurations.at(-1) ?? Number.NaN)} s; ` +
+      `slices left logged by a refresh whose budget ran out p50 ${fmt(p(sortedBacklogs, 0.5))}, max ${fmt(sortedBacklogs.at(-1) ?? Number.NaN)}`
     )
   }
 }

@@ -281,7 +281,8 @@ export interface RefreshFigures {
 }
 
 /**
- * One refresh of at most SLICES_PER_REFRESH logged slices (the latest: after an upgrade the recent days come first), in one transaction (on
+ * One refresh of at most SLICES_PER_REFRESH logged slices (those an erasure logged first, then the
+ * latest: after an upgrade or a burst the recent days come first), in one transaction (on
  * a pool, or on a reserved connection that holds the refresh lock): takes the log's rows (a batch
  * that has not committed keeps its rows for the next refresh; one that has is seen by the
  * statements after), then recomputes their slices and the slices linked to them by a query id,
@@ -310,7 +311,8 @@ async function refreshIn(tx: Pick<Sql, 'unsafe'>): Promise<RefreshFigures> {
   await tx.unsafe('set local statement_timeout = 0')
   const logged = await tx.unsafe<{ slice_ms: string; query_id: string }[]>(
     `delete from docs_search_analytics_dirty
-     where slice_ms in (select distinct slice_ms from docs_search_analytics_dirty order by slice_ms desc limit ${SLICES_PER_REFRESH})
+     where slice_ms in (select slice_ms from docs_search_analytics_dirty group by slice_ms
+                        order by bool_or(erased) desc, slice_ms desc limit ${SLICES_PER_REFRESH})
      returning slice_ms, query_id`,
   )
   if (logged.length === 0) return { logged: 0, recomputed: 0, linked: 0 }
@@ -359,6 +361,12 @@ async function refreshIn(tx: Pick<Sql, 'unsafe'>): Promise<RefreshFigures> {
   await tx.unsafe(`delete from docs_search_analytics_rank_days where day_ms = any($1::bigint[])`, [days])
   await tx.unsafe(RANK_DAYS_SQL, [days])
   return { logged: loggedSlices.length, recomputed: loggedSlices.length, linked: linked.length }
+}
+
+/** How many slices the log holds (what the next refreshes have to recompute). */
+export async function loggedSlices(sql: Sql | ReservedSql): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`select count(distinct slice_ms)::int as n from docs_search_analytics_dirty`
+  return row!.n
 }
 
 /** Deletes the rollup rows of the slices, hours and whole days before the hour of `beforeMs` (retention: no event is kept before it). */

@@ -214,8 +214,8 @@ const eraseStatement = (table: string) => `
     returning emitted_at_ms, query_id, event
   ),
   logged as (
-    insert into docs_search_analytics_dirty (slice_ms, query_id)
-    select distinct (emitted_at_ms / 300000) * 300000, query_id from erased
+    insert into docs_search_analytics_dirty (slice_ms, query_id, erased)
+    select distinct (emitted_at_ms / 300000) * 300000, query_id, true from erased
     where event in ('search_query', 'search_result_click')
   )
   select count(*) as n from erased`

@@ -329,6 +329,54 @@ t.test('one replica refreshes at a time: the others skip while it holds the lock
   t.equal(day!.total_queries, 1)
 })
 
+t.test('a refresh with its budget spent leaves the oldest slices logged; an erasure goes first', async (t) => {
+  await empty()
+  // Two batches of slices more than one refresh takes, one search each, 5 minutes apart.
+  const slices = 2 * SLICES_PER_REFRESH + 1
+  const at = (i: number) => START + i * 300_000
+  await telemetry.append(
+    Array.from({ length: slices }, (_, i) => ({
+      event: 'search_query',
+      emitted_at_ms: at(i),
+      session_id: `s${i}`,
+      query_text: 'install',
+      results_count: 1,
+    })),
+  )
+  const rollup = new AnalyticsRollup({ sql } as never, 0)
+  const totals = async () => {
+    const rows = await sql<{ slice_ms: string }[]>`select slice_ms from docs_search_analytics_slices order by 1`
+    return rows.map((r) => Number(r.slice_ms))
+  }
+  t.equal(await rollup.refresh(), true)
+  t.same(
+    await totals(),
+    Array.from({ length: SLICES_PER_REFRESH }, (_, i) => at(slices - SLICES_PER_REFRESH + i)),
+    'one batch, the newest slices',
+  )
+  t.equal(rollup.figures.backlogSlices, slices - SLICES_PER_REFRESH, 'the rest left logged')
+  t.equal(rollup.figures.lastRefreshStartMs, null, 'not fresh: slices are still logged')
+
+  // An erasure of the oldest slice's session is taken before the newer slices left.
+  await sql.begin((tx) => createTelemetryRepository(tx).eraseSession('s0'))
+  await telemetry.append([
+    { event: 'search_query', emitted_at_ms: at(slices), session_id: 'late', query_text: 'install', results_count: 1 },
+  ])
+  await rollup.refresh()
+  const [erased] = await sql<{ n: number }[]>`
+    select count(*)::int as n from docs_search_analytics_dirty where slice_ms = ${at(0)}`
+  t.equal(erased!.n, 0, 'the erased slice recomputed')
+  t.ok((await totals()).includes(at(slices)), 'and the newest slice')
+  t.equal(rollup.figures.backlogSlices, slices + 1 - 2 * SLICES_PER_REFRESH, 'the slices between still wait')
+
+  const unbounded = new AnalyticsRollup({ sql } as never)
+  await unbounded.refresh()
+  t.equal(unbounded.figures.backlogSlices, 0)
+  t.type(unbounded.figures.lastRefreshStartMs, 'number', 'fresh once the log is empty')
+  const [day] = await analytics.series({ fromMs: START, toMs: START + DAY }, DAY)
+  t.equal(day!.total_queries, slices, 'every search counted but the erased one, and the late one')
+})
+
 t.test('the normalisation: trim, lower case, collapsed whitespace, NFC', async (t) => {
   t.equal(normaliseQuery('  Set \t\n UP '), 'set up')
   t.equal(normaliseQuery('CAFE\u0301'), 'caf\u00e9')

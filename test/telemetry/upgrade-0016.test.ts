@@ -38,7 +38,7 @@ t.test('every event stored before or during the migration reaches the refreshed 
     while (running) await telemetry.append(batch(40, `during-${w}-${rounds++}`))
   })
   await waitFor('batches before the migration', () => rounds > 2)
-  t.same(await migrate(db.sql), ['0016_docs_search_analytics_rollup.sql'])
+  t.same((await migrate(db.sql)).slice(0, 1), ['0016_docs_search_analytics_rollup.sql'])
   const roundsAtMigration = rounds
   await waitFor('batches after the migration', () => rounds > roundsAtMigration + 2)
   running = false
