@@ -175,20 +175,23 @@ export function nextReviewAt(eventAt: Date, slot: Slot, timeZone: string): Date 
  * Where a review moves a conspectus, for each slot it may be in when its row is locked; due times
  * as ISO 8601 text, the form the store is sent (kept with the moves, so not formatted per review).
  */
-export type ReviewMoves = Record<Slot, { slot: Slot; next_review_at: string }>
+export type ReviewMoves = Readonly<Record<Slot, Readonly<{ slot: Slot; next_review_at: string }>>>
 
-/** A zone's moves for one outcome, with the study day they were computed for. */
+/** A zone's moves for one outcome on one study day, and the instants that day spans. */
 interface DayMoves {
-  year: number
-  month: number
-  day: number
-  /** The due instant (ISO 8601) of each slot a note moves from. */
-  due: Record<Slot, string>
+  /** The study day's first instant (04:00 local) and the next day's, epoch ms. */
+  from: number
+  to: number
+  moves: ReviewMoves
 }
 
+const DAY_MS = 86_400_000
+
 // The moves are a function of (zone, outcome, study day): each zone and outcome keeps those of
-// the last study day asked for, and a review on another day computes them afresh. One entry per
-// zone and outcome, bounded by the zone database.
+// the last study day asked for. A review within that day's span (a day of exactly 24 hours: no
+// clock change in it, so every instant of the span reads that day) takes them without reading the
+// zone's clock; any other review computes them afresh. One entry per zone and outcome, bounded by
+// the zone database; the moves are frozen, so no caller can change what another is given.
 const lastDayMoves = new Map<string, DayMoves>()
 
 /**
@@ -196,15 +199,19 @@ const lastDayMoves = new Map<string, DayMoves>()
  * for the slot it finds under its row lock (one statement, no read-then-write).
  */
 export function reviewMoves(outcome: ReviewOutcome, at: Date, timeZone: string): ReviewMoves {
-  const day = studyDayAndOffset(at, timeZone)
   const key = `${outcome} ${timeZone.toLowerCase()}`
-  let known = lastDayMoves.get(key)
-  if (known?.year !== day.year || known.month !== day.month || known.day !== day.day) {
-    known = { year: day.year, month: day.month, day: day.day, due: dueBySlot(outcome, day, timeZone) }
-    lastDayMoves.set(key, known)
-  }
-  const move = (from: Slot) => ({ slot: nextSlot(from, outcome), next_review_at: known.due[from] })
-  return { A: move('A'), B: move('B'), C: move('C'), D: move('D') }
+  const instant = at.getTime()
+  const known = lastDayMoves.get(key)
+  if (known !== undefined && instant >= known.from && instant < known.to) return known.moves
+  const day = studyDayAndOffset(at, timeZone)
+  const due = dueBySlot(outcome, day, timeZone)
+  const move = (from: Slot) => Object.freeze({ slot: nextSlot(from, outcome), next_review_at: due[from] })
+  const moves: ReviewMoves = Object.freeze({ A: move('A'), B: move('B'), C: move('C'), D: move('D') })
+  const from = rolloverAfter(day, 0, timeZone)
+  const to = rolloverAfter(day, 1, timeZone)
+  // A day with a clock change keeps no span: its reviews compute their moves each time.
+  lastDayMoves.set(key, to - from === DAY_MS ? { from, to, moves } : { from: 0, to: 0, moves })
+  return moves
 }
 
 /** Each slot's due instant after a review on `day`. */

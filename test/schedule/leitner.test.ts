@@ -94,15 +94,33 @@ t.test(
       { numRuns: 300, seed: 20261128 },
     )
     const first = reviewMoves('remembered', new Date('2026-03-10T12:00:00Z'), 'UTC')
-    ;(first as { A: { slot: string } }).A.slot = 'D'
+    t.throws(() => {
+      ;(first as { A: { slot: string } }).A.slot = 'D'
+    }, TypeError)
+    t.throws(() => {
+      ;(first as { A: unknown }).A = { slot: 'D', next_review_at: '' }
+    }, TypeError)
     t.same(
       reviewMoves('remembered', new Date('2026-03-10T12:00:00Z'), 'UTC').A,
       { slot: 'B', next_review_at: '2026-03-13T04:00:00.000Z' },
-      'a caller changing a returned move changes nothing kept',
+      'a caller cannot change a returned move',
     )
     t.pass('300 random call sequences agree with the policy computed afresh')
   },
 )
+
+t.test('the moves kept for a study day end at its last millisecond', async (t) => {
+  const zone = 'Europe/Berlin'
+  const rollover = Date.parse('2026-06-10T02:00:00Z') // 04:00 summer time
+  const fresh = (at: number) => iso(nextReviewAt(new Date(at), 'B', zone))
+  for (const at of [rollover - 1, rollover, rollover - 1, rollover + 1, rollover])
+    t.equal(reviewMoves('remembered', new Date(at), zone).A.next_review_at, fresh(at), `at ${iso(new Date(at))}`)
+  t.not(fresh(rollover - 1), fresh(rollover), 'the two days differ')
+  // The day clocks go back (25 hours long): each review computed afresh, on both sides of the change.
+  const change = Date.parse('2026-10-25T01:00:00Z')
+  for (const at of [change - 1, change, change + 3_600_000, change - 3_600_000])
+    t.equal(reviewMoves('forgot', new Date(at), zone).B.next_review_at, iso(nextReviewAt(new Date(at), 'A', zone)))
+})
 
 t.test('due at 04:00 local on the day interval(slot) days after the event day', async (t) => {
   // 10:00 in Berlin (CET, UTC+1) on 2026-01-10
