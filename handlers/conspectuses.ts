@@ -2,7 +2,14 @@
 // getConspectus, listConspectuses, deleteConspectus.
 import { appError } from '../src/errors.js'
 import { decodeCursor, encodeCursor } from '../src/pagination/cursor.js'
-import type { ConspectusContent } from '../src/repositories/conspectuses.js'
+import {
+  type Conspectus,
+  type ConspectusContent,
+  type ReviewedNoteRow,
+  reviewedNoteQuery,
+  reviewStatement,
+} from '../src/repositories/conspectuses.js'
+import type { Owner } from '../src/repositories/users.js'
 import { FIRST_SLOT, nextReviewAt, reviewMoves } from '../src/schedule/leitner.js'
 import { invalidQueryParameter } from '../src/validation/request-validation-error.js'
 import { answerMissingParent, ownerRead, requireOwner } from './owner.js'
@@ -19,6 +26,38 @@ type ConspectusOperations =
   | 'deleteConspectus'
 
 const CONTENT_FIELDS = ['title', 'cue_sheet', 'dense_paragraph', 'bullets'] as const
+
+/** A note a review reads, with its owner and the version of its row. */
+interface ReviewedNote {
+  owner: Owner
+  row: Conspectus
+  version: string
+}
+
+/** The read of a review: 404 USER_404 without the owner, CONS_404 without the note. */
+function takeReviewedNote(row: ReviewedNoteRow | undefined): ReviewedNote {
+  if (!row) throw appError('USER_NOT_FOUND')
+  if (row.conspectus_uuid == null || row.version == null) throw appError('CONSPECTUS_NOT_FOUND')
+  return {
+    owner: { client_uuid: row.client_uuid, timezone: row.timezone },
+    row: {
+      conspectus_uuid: row.conspectus_uuid,
+      system_user_id: row.system_user_id!,
+      system_uuid: row.system_uuid!,
+      title: row.title ?? null,
+      cue_sheet: row.cue_sheet!,
+      dense_paragraph: row.dense_paragraph!,
+      bullets: row.bullets!,
+      slot: row.slot!,
+      next_review_at: row.next_review_at!,
+      last_reviewed_at: row.last_reviewed_at ?? null,
+      review_count: row.review_count!,
+      created_at: row.created_at!,
+      updated_at: row.updated_at!,
+    },
+    version: row.version,
+  }
+}
 
 export function createConspectusHandlers({
   db,
@@ -65,19 +104,37 @@ export function createConspectusHandlers({
       })
     },
 
+    // Decided from the note as read and written in one statement with its answer's record, if the
+    // note is still as read (else read and decided again): src/idempotency/index.ts.
     async reviewConspectus(request, reply) {
       const { conspectus_uuid } = request.params
       const body = request.body
-      return answerIdempotently(request, reply, ownerRead(db, body), async ({ repos }, owner) => {
-        const at = now()
-        const reviewed = await repos.conspectuses.recordReview(
-          owner.client_uuid,
-          conspectus_uuid,
-          reviewMoves(body.outcome, at, owner.timezone),
-          at,
-        )
-        if (!reviewed) throw appError('CONSPECTUS_NOT_FOUND')
-        return { status: 200, body: reviewed }
+      return answerIdempotently(request, reply, {
+        query: reviewedNoteQuery(db.sql, body, conspectus_uuid),
+        take: takeReviewedNote,
+        write: (note) => {
+          const at = now()
+          const move = reviewMoves(body.outcome, at, note.owner.timezone)[note.row.slot]
+          const atText = at.toISOString()
+          const reviewed: Conspectus = {
+            ...note.row,
+            slot: move.slot,
+            next_review_at: move.next_review_at,
+            last_reviewed_at: atText,
+            review_count: note.row.review_count + 1,
+            updated_at: atText,
+          }
+          return {
+            status: 200,
+            body: reviewed,
+            statement: reviewStatement(
+              db.sql,
+              { user_id: note.owner.client_uuid, conspectus_uuid: note.row.conspectus_uuid, version: note.version },
+              move,
+              atText,
+            ),
+          }
+        },
       })
     },
 

@@ -1,8 +1,18 @@
 // createUser, getUserBySystemUserId, updateUserBySystemUserId, patchUserBySystemUserId.
 import { appError } from '../src/errors.js'
-import { UserKeyConflict, type UserChanges, type UserKey } from '../src/repositories/users.js'
-import type { Repositories } from '../src/repositories/index.js'
-import type { HandlerDeps, RequestBody, ServiceHandlers } from './types.js'
+import type { ReadThenWrite } from '../src/idempotency/index.js'
+import {
+  changesAsStored,
+  rethrowKeyConflict,
+  type User,
+  UserKeyConflict,
+  type UserChanges,
+  type UserKey,
+  userUpdateStatement,
+  type VersionedUser,
+  versionedUserQuery,
+} from '../src/repositories/users.js'
+import type { HandlerDatabase, HandlerDeps, RequestBody, ServiceHandlers } from './types.js'
 
 type UserOperations = 'createUser' | 'getUserBySystemUserId' | 'updateUserBySystemUserId' | 'patchUserBySystemUserId'
 
@@ -31,18 +41,41 @@ export function patchChanges(body: RequestBody<'patchUserBySystemUserId'>): User
   return changes
 }
 
-async function applyChanges(repos: Repositories, key: UserKey, changes: UserChanges) {
-  try {
-    const user = await repos.users.update(key, changes)
-    if (!user) throw appError('USER_NOT_FOUND')
-    return { status: 200 as const, body: user }
-  } catch (err) {
-    if (err instanceof UserKeyConflict) throw appError('USER_SYSTEM_KEY_CONFLICT')
-    throw err
+/**
+ * A learner's changes, decided from its row as read and written in one statement with the answer's
+ * record if the row is still as read (else read and decided again): src/idempotency/index.ts.
+ */
+function changesWrite(
+  sql: HandlerDatabase['sql'],
+  key: UserKey,
+  changes: UserChanges,
+  now: () => Date,
+): ReadThenWrite<VersionedUser, VersionedUser, User> {
+  return {
+    query: versionedUserQuery(sql, key),
+    take: (row) => {
+      if (!row) throw appError('USER_NOT_FOUND')
+      return row
+    },
+    write: ({ version, ...user }) => {
+      const at = now().toISOString()
+      return {
+        status: 200,
+        body: { ...user, ...changesAsStored(changes), updated_at: at } as User,
+        statement: userUpdateStatement(sql, { client_uuid: user.client_uuid, version }, changes, at),
+      }
+    },
+    failed: (err) => {
+      try {
+        rethrowKeyConflict(err)
+      } catch (mapped) {
+        return mapped instanceof UserKeyConflict ? appError('USER_SYSTEM_KEY_CONFLICT') : mapped
+      }
+    },
   }
 }
 
-export function createUserHandlers({ db, answerIdempotently }: HandlerDeps): ServiceHandlers<UserOperations> {
+export function createUserHandlers({ db, answerIdempotently, now }: HandlerDeps): ServiceHandlers<UserOperations> {
   return {
     async createUser(request, reply) {
       const body = request.body
@@ -70,14 +103,14 @@ export function createUserHandlers({ db, answerIdempotently }: HandlerDeps): Ser
     async updateUserBySystemUserId(request, reply) {
       const key = request.params
       const changes = replacementChanges(request.body)
-      return answerIdempotently(request, reply, ({ repos }) => applyChanges(repos, key, changes))
+      return answerIdempotently(request, reply, changesWrite(db.sql, key, changes, now))
     },
 
     async patchUserBySystemUserId(request, reply) {
       const key = request.params
       const changes = patchChanges(request.body)
       if (Object.keys(changes).length === 0) throw appError('USER_PATCH_BODY_EMPTY')
-      return answerIdempotently(request, reply, ({ repos }) => applyChanges(repos, key, changes))
+      return answerIdempotently(request, reply, changesWrite(db.sql, key, changes, now))
     },
   }
 }

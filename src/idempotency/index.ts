@@ -12,6 +12,10 @@
 // yet held the triple (it is removed, and the write runs again). A handler's `read` (the owner of
 // a write: 404 when there is none) is sent in the same statement as step 1 and only decides when
 // no answer is stored; the work receives what it returned.
+// A write decided from its read alone (ReadThenWrite: a review, PUT and PATCH of a learner) skips
+// the transaction: its read returns the row with its version, and its write and the record are one
+// statement that writes only while the row is still that version; a row changed in between
+// writes nothing, and the lookup and the decision are made again (docs/idempotency.md).
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { PendingQuery, Row } from 'postgres'
 import type { Db } from '../db/client.js'
@@ -25,6 +29,7 @@ import {
   lookupWith,
   type RecordKey,
   type StoredAnswer,
+  writeWithAnswer,
 } from './records.js'
 import { requestHash } from './request-hash.js'
 import { idempotencyScope } from './scope.js'
@@ -49,9 +54,27 @@ export interface Read<R, Q extends Row = Row> {
   take(row: Q | undefined): R
 }
 
+/**
+ * A write decided from its read alone, made by one statement together with its answer's record
+ * (no transaction: a statement is atomic). The read returns the row as it is now with its
+ * version; `write` gets what `take` made of it and gives the answer and the statement. The
+ * statement (built, not sent) changes the row only if its version is still the one read, and
+ * returns one row when it did; when it returns none, the row changed in between (a concurrent
+ * write): the lookup and the decision are made again, from the row as it is then.
+ */
+export interface ReadThenWrite<R, Q extends Row, T> extends Read<R, Q> {
+  write(read: R): WriteResult<T> & { statement: PendingQuery<Row[]> }
+  /** The statement's own failure (a constraint it breaks) as the error to answer with; by default it is rethrown. */
+  failed?(err: unknown): unknown
+}
+
+/** Decisions a write in one statement makes before it answers 409: each lost to a concurrent write. */
+export const MAX_DECISIONS = 8
+
 /** Runs the request's write exactly once and sends its answer; resolves to the JSON text sent. */
 export interface AnswerIdempotently<Tx> {
   <T>(request: FastifyRequest, reply: FastifyReply, work: (tx: Tx) => Promise<WriteResult<T>>): Promise<string>
+  <R, Q extends Row, T>(request: FastifyRequest, reply: FastifyReply, write: ReadThenWrite<R, Q, T>): Promise<string>
   <R, Q extends Row, T>(
     request: FastifyRequest,
     reply: FastifyReply,
@@ -76,7 +99,7 @@ export function createIdempotency<Tx extends { sql: Db }>(
   return async function answerIdempotently<R, T>(
     request: FastifyRequest,
     reply: FastifyReply,
-    readOrWork: Read<R> | ((tx: Tx) => Promise<WriteResult<T>>),
+    readOrWork: Read<R> | ReadThenWrite<R, Row, T> | ((tx: Tx) => Promise<WriteResult<T>>),
     workAfterRead?: (tx: Tx, read: R) => Promise<WriteResult<T>>,
   ): Promise<string> {
     // The key's presence and format were checked before the handler; this guards a route wired without.
@@ -103,6 +126,35 @@ export function createIdempotency<Tx extends { sql: Db }>(
       return send(stored.status_code, stored.response_body, true)
     }
 
+    const serialize = (status: number, body: unknown) =>
+      reply.serializeInput(body as Record<string, unknown>, String(status)) as string
+
+    if (typeof readOrWork !== 'function' && 'write' in readOrWork) {
+      // Each decision lost to a concurrent write of the row is made again, up to MAX_DECISIONS.
+      for (let decision = 1; decision <= MAX_DECISIONS; decision++) {
+        const row = await lookupWith(db.sql, who, readOrWork.query)
+        if (row.status_code !== null) return replay(row as StoredAnswer)
+        const decided = readOrWork.write(readOrWork.take(row.read_found ? (row as Row) : undefined))
+        const json = serialize(decided.status, decided.body)
+        try {
+          if (await writeWithAnswer(db.sql, decided.statement, who, hash, decided.status, json, ttlHours))
+            return send(
+              decided.status,
+              decided.shownOnce ? serialize(decided.status, { ...decided.body, ...decided.shownOnce }) : json,
+              false,
+            )
+        } catch (err) {
+          if (!isKeyTaken(err)) throw readOrWork.failed ? readOrWork.failed(err) : err
+          // A record holds the triple: a twin's answer, or an expired one the purge has not
+          // reached (removed: the next decision writes).
+          const winner = await findAnswer(db.sql, who)
+          if (winner) return replay(winner)
+          if (!(await deleteExpired(db.sql, who))) throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
+        }
+      }
+      throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
+    }
+
     let work: (tx: Tx) => Promise<WriteResult<T>>
     if (typeof readOrWork === 'function') {
       const stored = await findAnswer(db.sql, who)
@@ -119,10 +171,8 @@ export function createIdempotency<Tx extends { sql: Db }>(
       db.transaction(
         async (tx) => {
           const result = await work(tx)
-          const serialize = (body: unknown) =>
-            reply.serializeInput(body as Record<string, unknown>, String(result.status)) as string
-          const json = serialize(result.body)
-          const sent = result.shownOnce ? serialize({ ...result.body, ...result.shownOnce }) : json
+          const json = serialize(result.status, result.body)
+          const sent = result.shownOnce ? serialize(result.status, { ...result.body, ...result.shownOnce }) : json
           return { status: result.status, json, sent }
         },
         (tx, answer) => answerRecord(tx.sql, who, hash, answer.status, answer.json, ttlHours),

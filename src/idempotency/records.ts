@@ -61,6 +61,30 @@ export function answerRecord(db: Db, r: RecordKey, hash: string, status: number,
     values (${r.keyId}, ${r.scope}, ${r.key}, ${hash}, ${status}, ${json}, now() + make_interval(hours => ${ttlHours}))`
 }
 
+/**
+ * A write and its answer's record as ONE statement (atomic on its own: no transaction around it):
+ * `write`, a data-modifying statement built but not sent, returns one row when it wrote and none
+ * when what it was decided from has changed; the record is inserted only for a row it returns.
+ * Resolves to whether it wrote. Fails as answerRecord() does when a record holds the triple (the
+ * write is then undone with it).
+ */
+export async function writeWithAnswer(
+  db: Db,
+  write: PendingQuery<Row[]>,
+  r: RecordKey,
+  hash: string,
+  status: number,
+  json: string,
+  ttlHours: number,
+): Promise<boolean> {
+  const result = await db`
+    with written as (${write})
+    insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
+    select ${r.keyId}, ${r.scope}, ${r.key}, ${hash}, ${status}, ${json}, now() + make_interval(hours => ${ttlHours})
+    from written`
+  return result.count === 1
+}
+
 /** True for answerRecord()'s failure: another record holds the triple. */
 export const isKeyTaken = (err: unknown): boolean =>
   (err as { code?: string } | null)?.code === '23505' &&

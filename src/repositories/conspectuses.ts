@@ -1,7 +1,8 @@
 // SQL for conspectuses (table conspectuses), always scoped to the owning user's client_uuid.
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
-import type { ReviewMoves, Slot } from '../schedule/leitner.js'
+import type { Slot } from '../schedule/leitner.js'
+import type { Owner, UserKey } from './users.js'
 import { jsonb } from '../library-types.js'
 import { keysetPage } from '../pagination/keyset-page.js'
 import { type PagePosition, rethrowMissingParent } from './error-logs.js'
@@ -23,6 +24,46 @@ export interface NewConspectus {
 }
 
 export type ConspectusContent = Partial<Pick<NewConspectus, 'title' | 'cue_sheet' | 'dense_paragraph' | 'bullets'>>
+
+/**
+ * A note as its review reads it, with its owner: the owner's columns (none when the owner is
+ * missing), the note's response columns (null when it is not the owner's) and its version.
+ */
+export type ReviewedNoteRow = Owner & Partial<Conspectus> & { version: string | null }
+
+/**
+ * The owner and the note, as a statement built but not sent (a review sends it inside its
+ * answer lookup). `version` is the row's xmin: every update of a row writes a new version of it
+ * with the updating transaction's id (kept when the row is frozen), so an equal xmin is the
+ * row as it was read.
+ */
+export function reviewedNoteQuery(db: Db, key: UserKey, conspectusUuid: string) {
+  return db<ReviewedNoteRow[]>`
+    select u.client_uuid, u.timezone, u.system_user_id, u.system_uuid, c.conspectus_uuid, c.title, c.cue_sheet,
+           c.dense_paragraph, c.bullets, c.slot, c.next_review_at, c.last_reviewed_at, c.review_count, c.created_at,
+           c.updated_at, c.xmin::text as version
+    from users u left join conspectuses c on c.user_id = u.client_uuid and c.conspectus_uuid = ${conspectusUuid}
+    where u.system_uuid = ${key.system_uuid} and u.system_user_id = ${key.system_user_id}`
+}
+
+/**
+ * A review's write, built but not sent: the note moved as `move` says, if its row is still the
+ * version read (one row returned), else nothing (none).
+ */
+export function reviewStatement(
+  db: Db,
+  note: { user_id: string; conspectus_uuid: string; version: string },
+  move: { slot: Slot; next_review_at: string },
+  at: string,
+) {
+  // Times go as text (`::text`): the driver formats a Date, or a parameter typed timestamptz, at each use.
+  return db`
+    update conspectuses
+    set slot = ${move.slot}, next_review_at = ${move.next_review_at}::text::timestamptz,
+        last_reviewed_at = ${at}::text::timestamptz, review_count = review_count + 1, updated_at = ${at}::text::timestamptz
+    where conspectus_uuid = ${note.conspectus_uuid} and user_id = ${note.user_id} and xmin = ${note.version}::text::xid
+    returning 1`
+}
 
 export function createConspectusRepository(db: Db) {
   // The response shape (c: conspectuses, u: its owner), spliced into each query as a fragment.
@@ -102,35 +143,6 @@ export function createConspectusRepository(db: Db) {
       if (content.cue_sheet !== undefined) changes.cue_sheet = jsonb(db, content.cue_sheet)
       const [row] = await db<Conspectus[]>`
         update conspectuses c set ${db(changes)}
-        from users u
-        where c.conspectus_uuid = ${conspectusUuid} and c.user_id = ${userId} and u.client_uuid = c.user_id
-        returning ${RESPONSE_COLUMNS}`
-      return row
-    },
-
-    /**
-     * Applies a review in one statement: the UPDATE locks the row and picks the move for the slot
-     * it finds there, so concurrent reviews each see the previous one's slot. Undefined when the
-     * conspectus is not the user's.
-     */
-    async recordReview(
-      userId: string,
-      conspectusUuid: string,
-      moves: ReviewMoves,
-      reviewedAt: Date,
-    ): Promise<Conspectus | undefined> {
-      // Times are sent as text parameters (`::text`): the driver formats a Date, or any parameter
-      // typed timestamptz, at each use. The due times come formatted with the moves.
-      const at = reviewedAt.toISOString()
-      const [row] = await db<Conspectus[]>`
-        update conspectuses c
-        set slot = case c.slot when 'A' then ${moves.A.slot} when 'B' then ${moves.B.slot}
-                               when 'C' then ${moves.C.slot} else ${moves.D.slot} end,
-            next_review_at = case c.slot when 'A' then ${moves.A.next_review_at}::text::timestamptz
-                                         when 'B' then ${moves.B.next_review_at}::text::timestamptz
-                                         when 'C' then ${moves.C.next_review_at}::text::timestamptz
-                                         else ${moves.D.next_review_at}::text::timestamptz end,
-            last_reviewed_at = ${at}::text::timestamptz, review_count = c.review_count + 1, updated_at = ${at}::text::timestamptz
         from users u
         where c.conspectus_uuid = ${conspectusUuid} and c.user_id = ${userId} and u.client_uuid = c.user_id
         returning ${RESPONSE_COLUMNS}`

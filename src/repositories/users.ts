@@ -27,7 +27,7 @@ export type UserChanges = Partial<Omit<NewUser, 'system_user_id' | 'system_uuid'
 /** Thrown when a change would give a user another user's natural key. */
 export class UserKeyConflict extends Error {}
 
-function rethrowKeyConflict(err: unknown): never {
+export function rethrowKeyConflict(err: unknown): never {
   if (
     (err as { code?: string }).code === '23505' &&
     (err as { constraint_name?: string }).constraint_name === 'users_system_key'
@@ -49,6 +49,46 @@ export function ownerQuery(db: Db, key: UserKey) {
   return db<Owner[]>`
     select client_uuid, timezone from users
     where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
+}
+
+/** A learner's row as an update reads it, with its version (the row's xmin: see reviewedNoteQuery). */
+export type VersionedUser = User & { version: string }
+
+/** The learner by its system key, with the version of its row: a statement built but not sent. */
+export function versionedUserQuery(db: Db, key: UserKey) {
+  return db<VersionedUser[]>`
+    select client_uuid, created_at, updated_at, is_row_invalid, invalidation_reason_uuid, system_user_id, system_uuid,
+           username, full_name, timezone, xmin::text as version
+    from users where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
+}
+
+/**
+ * The changes to a learner's row, built but not sent: made if the row is still the version read
+ * (one row returned), else nothing (none). Run it through rethrowKeyConflict when it fails.
+ */
+export function userUpdateStatement(
+  db: Db,
+  user: { client_uuid: string; version: string },
+  changes: UserChanges,
+  at: string,
+) {
+  const columns = Object.keys(changes) as (keyof UserChanges)[]
+  return db`
+    update users set ${db(changes, columns)}, updated_at = ${at}::text::timestamptz
+    where client_uuid = ${user.client_uuid} and xmin = ${user.version}::text::xid
+    returning 1`
+}
+
+/**
+ * The changed columns as PostgreSQL stores them and answers them: a uuid in lower case (the
+ * contract accepts either case).
+ */
+export function changesAsStored(changes: UserChanges): UserChanges {
+  const stored = { ...changes }
+  if (typeof stored.system_uuid === 'string') stored.system_uuid = stored.system_uuid.toLowerCase()
+  if (typeof stored.invalidation_reason_uuid === 'string')
+    stored.invalidation_reason_uuid = stored.invalidation_reason_uuid.toLowerCase()
+  return stored
 }
 
 export function createUserRepository(db: Db) {
@@ -78,20 +118,6 @@ export function createUserRepository(db: Db) {
     async findOwner(key: UserKey): Promise<Owner | undefined> {
       const [row] = await ownerQuery(db, key)
       return row
-    },
-
-    /** Applies the changes; undefined when no user has the key. Throws UserKeyConflict. */
-    async update(key: UserKey, changes: UserChanges): Promise<User | undefined> {
-      const columns = Object.keys(changes) as (keyof UserChanges)[]
-      try {
-        const [row] = await db<User[]>`
-          update users set ${db(changes, columns)}, updated_at = now()
-          where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}
-          returning ${USER_COLUMNS}`
-        return row
-      } catch (err) {
-        rethrowKeyConflict(err)
-      }
     },
   }
 }

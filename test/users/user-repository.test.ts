@@ -1,8 +1,18 @@
-// The user repository on its own: the owner lookup, and which database errors of an update become
-// the natural-key conflict (USER_409 at the handler) and which are passed on as they are.
+// The user repository on its own: the owner lookup, and which database errors of an update (the
+// statement PUT and PATCH send) become the natural-key conflict (USER_409 at the handler) and
+// which are passed on as they are.
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
-import { createUserRepository, UserKeyConflict, type NewUser } from '../../src/repositories/users.js'
+import {
+  createUserRepository,
+  type NewUser,
+  rethrowKeyConflict,
+  type UserChanges,
+  type UserKey,
+  UserKeyConflict,
+  userUpdateStatement,
+  versionedUserQuery,
+} from '../../src/repositories/users.js'
 import { createTestDatabase } from '../helpers/database.js'
 
 const db = await createTestDatabase(t)
@@ -18,6 +28,16 @@ const newUser = (extra: Partial<NewUser> = {}): NewUser => ({
   ...extra,
 })
 
+/** The update as PUT and PATCH make it: the row read with its version, then the statement. */
+async function update(key: UserKey, changes: UserChanges): Promise<number> {
+  const [row] = await versionedUserQuery(db.sql, key)
+  try {
+    return (await userUpdateStatement(db.sql, row!, changes, new Date().toISOString())).count
+  } catch (err) {
+    rethrowKeyConflict(err)
+  }
+}
+
 const keyOf = (u: { system_user_id: string; system_uuid: string | null }) => ({
   system_user_id: u.system_user_id,
   system_uuid: u.system_uuid!,
@@ -32,21 +52,34 @@ t.test("findOwner: the learner's client_uuid and time zone, or undefined", async
 t.test("an update onto another user's natural key is a UserKeyConflict", async (t) => {
   const a = (await users.create(newUser()))!
   const b = (await users.create(newUser({ system_user_id: a.system_user_id })))!
-  const conflict = await users.update(keyOf(b), { system_uuid: a.system_uuid }).catch((err) => err)
+  const conflict = await update(keyOf(b), { system_uuid: a.system_uuid }).catch((err) => err)
   t.ok(conflict instanceof UserKeyConflict, String(conflict))
 })
 
 t.test('any other database error of an update is passed on unchanged', async (t) => {
   const a = (await users.create(newUser()))!
   // An unknown column: not a unique violation at all.
-  const unknown = await users.update(keyOf(a), { no_such_column: 1 } as never).catch((err) => err)
+  const unknown = await update(keyOf(a), { no_such_column: 1 } as never).catch((err) => err)
   t.notOk(unknown instanceof UserKeyConflict)
   t.equal(unknown.code, '42703')
   // A unique violation of another constraint (one made for this test): not the natural key.
   await db.sql`create unique index users_full_name_test on users (full_name)`
   t.teardown(() => db.sql`drop index users_full_name_test`)
   const b = (await users.create(newUser({ full_name: 'Someone Else' })))!
-  const other = await users.update(keyOf(b), { full_name: a.full_name }).catch((err) => err)
+  const other = await update(keyOf(b), { full_name: a.full_name }).catch((err) => err)
   t.notOk(other instanceof UserKeyConflict)
   t.match(other, { code: '23505', constraint_name: 'users_full_name_test' })
+})
+
+t.test('an update of a row changed since it was read writes nothing', async (t) => {
+  const a = (await users.create(newUser()))!
+  const [read] = await versionedUserQuery(db.sql, keyOf(a))
+  await db.sql`update users set username = 'meanwhile' where client_uuid = ${a.client_uuid}`
+  const stale = await userUpdateStatement(db.sql, read!, { full_name: 'From A Stale Read' }, new Date().toISOString())
+  t.equal(stale.count, 0)
+  const [now] = await versionedUserQuery(db.sql, keyOf(a))
+  t.same([now!.full_name, now!.username], [a.full_name, 'meanwhile'], 'the row as the other write left it')
+  t.not(now!.version, read!.version)
+  const fresh = await userUpdateStatement(db.sql, now!, { full_name: 'From A Fresh Read' }, new Date().toISOString())
+  t.equal(fresh.count, 1)
 })
