@@ -101,7 +101,8 @@ t.test('an expired record under the key: removed, and the write decided again an
   const url = `/api/v1/user/${owner.system_uuid}/${owner.system_user_id}`
   const key = newKey()
   t.equal((await api.patch(url, { username: 'first' }, key)).statusCode, 200)
-  await api.db.sql`update idempotency_records set expires_at = now() - interval '1 second' where idempotency_key = ${key}`
+  await api.db
+    .sql`update idempotency_records set expires_at = now() - interval '1 second' where idempotency_key = ${key}`
   const again = await api.patch(url, { username: 'second' }, key)
   t.equal(again.statusCode, 200)
   t.notOk(again.headers['idempotent-replayed'], 'written, not replayed')
