@@ -127,7 +127,7 @@ export async function buildApp({
     config,
     db: app.db,
     apiKeys: app.apiKeys,
-    answerIdempotently: createIdempotency(app.db, config.idempotencyTtlHours),
+    answerIdempotently: createIdempotency(app.db, config.idempotencyTtlHours, app.observeDbOperation),
     isDraining: () => app.draining,
     isUnderPressure: () => app.overloaded(),
     refreshAnalytics: () =>

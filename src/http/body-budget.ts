@@ -6,13 +6,15 @@
 // stall cannot pin more memory than the budget between them, however many sockets they open.
 // Each client's own share (src/http/client-holdings.ts) is checked first, so one client cannot
 // fill the budget for the others.
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { IncomingMessage } from 'node:http'
 
 export interface BodyBudget {
   /** Whether `bytes` more fit in the process-wide budget. */
   fits(bytes: number): boolean
-  /** Reserves `bytes` until `response` closes; false when they do not fit. */
-  reserve(bytes: number, response: ServerResponse): boolean
+  /** Reserves `bytes`; false when they do not fit. Given back by release. */
+  reserve(bytes: number): boolean
+  /** Gives back bytes reserve took (when the request's response closes). */
+  release(bytes: number): void
   /** Bytes reserved now (for /metrics). */
   readonly inFlight: number
 }
@@ -37,13 +39,13 @@ export function createBodyBudget(maxBytes: number): BodyBudget {
       return inFlight
     },
     fits,
-    reserve(bytes, response) {
+    reserve(bytes) {
       if (!fits(bytes)) return false
       inFlight += bytes
-      response.once('close', () => {
-        inFlight -= bytes
-      })
       return true
+    },
+    release(bytes) {
+      inFlight -= bytes
     },
   }
 }

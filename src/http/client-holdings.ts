@@ -1,8 +1,8 @@
 // What each client holds at once: requests in progress and request-body bytes in flight. The
 // client is the API key's id, or the address for a request without a valid key (the rate
-// limiter's client). One Map entry per client that holds something, plain counters, and one
-// 'close' listener per holding: every ending of a request (answered, aborted by its client,
-// cut by a timeout) closes its response, and gives back what it held.
+// limiter's client). One Map entry per client that holds something, and plain counters: every
+// ending of a request (answered, aborted by its client, cut by a timeout) closes its response,
+// and a 'close' listener gives back what it held (enter's own; the request pipeline's for bodies).
 import type { ServerResponse } from 'node:http'
 import { ADDRESS_PREFIX } from '../rate-limit/sliding-window-store.js'
 
@@ -14,8 +14,10 @@ interface Holding {
 export interface ClientHoldings {
   /** Counts a request of `client` until `response` closes; false (nothing counted) when it has `max` already. */
   enter(client: string, max: number, response: ServerResponse): boolean
-  /** Holds `bytes` of body for `client` until `response` closes; false (nothing held) past `max`. */
-  holdBody(client: string, bytes: number, max: number, response: ServerResponse): boolean
+  /** Holds `bytes` of body for `client`; false (nothing held) past `max`. Given back by releaseBody. */
+  holdBody(client: string, bytes: number, max: number): boolean
+  /** Gives back bytes holdBody held (when the request's response closes). */
+  releaseBody(client: string, bytes: number): void
   /** Clients with requests in progress now. */
   readonly clients: number
 }
@@ -54,18 +56,20 @@ export function createClientHoldings(): ClientHoldings {
       })
       return true
     },
-    holdBody(client, bytes, max, response) {
+    holdBody(client, bytes, max) {
       const holding = holdingOf(client)
       if (holding.bodyBytes + bytes > max) {
         forgetIfEmpty(client, holding)
         return false
       }
       holding.bodyBytes += bytes
-      response.once('close', () => {
-        holding.bodyBytes -= bytes
-        forgetIfEmpty(client, holding)
-      })
       return true
+    },
+    releaseBody(client, bytes) {
+      const holding = holdings.get(client)
+      if (holding === undefined) return
+      holding.bodyBytes -= bytes
+      forgetIfEmpty(client, holding)
     },
   }
 }

@@ -2,13 +2,14 @@
 // a short grace, a body must keep arriving at `minBytesPerSecond` on average (counted from the
 // end of the grace), or its request is cut. REQUEST_TIMEOUT_MS alone lets a body trickle for the
 // whole deadline while it holds its reservation. One sweep a second looks at the uploads in
-// progress: no timer and no stream listener per request.
+// progress: no timer and no stream listener per request; a request is unwatched when its response
+// closes, so that nothing of a finished request waits for the sweep.
 import type { IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 
 const SWEEP_INTERVAL_MS = 1000
 
-interface Upload {
+export interface Upload {
   request: IncomingMessage
   socket: Socket
   startedAt: number
@@ -17,8 +18,13 @@ interface Upload {
 }
 
 export interface UploadRateWatch {
-  /** Watches a request whose body is about to be read; `onTooSlow` once if it falls behind. */
-  watch(request: IncomingMessage, onTooSlow: (socket: Socket) => void): void
+  /**
+   * Watches a request whose body is about to be read; `onTooSlow` once if it falls behind. The
+   * handle given back is for unwatch (undefined: nothing is watched).
+   */
+  watch(request: IncomingMessage, onTooSlow: (socket: Socket) => void): Upload | undefined
+  /** Stops watching (when the request's response closes): nothing of it is kept until the next sweep. */
+  unwatch(upload: Upload | undefined): void
   /** Uploads watched now. */
   readonly size: number
   close(): void
@@ -54,9 +60,14 @@ export function createUploadRateWatch(minBytesPerSecond: number, graceMs: number
     },
     watch(request, onTooSlow) {
       const socket = request.socket
-      if (minBytesPerSecond === 0 || request.complete || !socket) return
-      uploads.add({ request, socket, startedAt: performance.now(), bytesAtStart: socket.bytesRead, onTooSlow })
+      if (minBytesPerSecond === 0 || request.complete || !socket) return undefined
+      const upload = { request, socket, startedAt: performance.now(), bytesAtStart: socket.bytesRead, onTooSlow }
+      uploads.add(upload)
       if (timer === null) timer = setInterval(sweep, SWEEP_INTERVAL_MS).unref()
+      return upload
+    },
+    unwatch(upload) {
+      if (upload !== undefined) uploads.delete(upload)
     },
     close() {
       uploads.clear()

@@ -124,17 +124,24 @@ export default fp(
         return done(overloaded())
       }
       const max = request.apiKey?.maxBodyBytesInFlight ?? config.client.maxBodyBytesInFlight
-      if (!holdings.holdBody(clientOf(request), bytes, max, reply.raw)) {
+      const client = clientOf(request)
+      if (!holdings.holdBody(client, bytes, max)) {
         fastify.countRefusal('body_bytes_in_flight', request.apiKeyId)
         return done(appError('SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED', HOLDINGS_RETRY_AFTER))
       }
-      budget.reserve(bytes, reply.raw)
+      budget.reserve(bytes)
       const keyId = request.apiKeyId
-      fastify.uploadRate.watch(request.raw, (socket) => {
+      const upload = fastify.uploadRate.watch(request.raw, (socket) => {
         markTimedOutByServer(socket)
         fastify.countRefusal('min_upload_rate', keyId)
         request.log.info({ code: 'COMMON_408' }, 'request body too slow')
         if (answerAndClose(socket, 'REQUEST_BODY_TOO_SLOW')) fastify.countEdgeAnswer('REQUEST_BODY_TOO_SLOW')
+      })
+      // One listener gives back all the body held: the client's bytes, the budget's, the watch.
+      reply.raw.once('close', () => {
+        holdings.releaseBody(client, bytes)
+        budget.release(bytes)
+        fastify.uploadRate.unwatch(upload)
       })
       done()
     }
