@@ -2,8 +2,7 @@
 // client is the API key's id, or the address for a request without a valid key (the rate
 // limiter's client). One Map entry per client that holds something, and plain counters: every
 // ending of a request (answered, aborted by its client, cut by a timeout) closes its response,
-// and a 'close' listener gives back what it held (enter's own; the request pipeline's for bodies).
-import type { ServerResponse } from 'node:http'
+// and the request pipeline's one 'close' listener per request gives back what it held.
 import { ADDRESS_PREFIX } from '../rate-limit/sliding-window-store.js'
 
 interface Holding {
@@ -12,8 +11,10 @@ interface Holding {
 }
 
 export interface ClientHoldings {
-  /** Counts a request of `client` until `response` closes; false (nothing counted) when it has `max` already. */
-  enter(client: string, max: number, response: ServerResponse): boolean
+  /** Counts a request of `client`; false (nothing counted) when it has `max` already. Given back by leave. */
+  enter(client: string, max: number): boolean
+  /** Gives back a request enter counted (when its response closes). */
+  leave(client: string): void
   /** Holds `bytes` of body for `client`; false (nothing held) past `max`. Given back by releaseBody. */
   holdBody(client: string, bytes: number, max: number): boolean
   /** Gives back bytes holdBody held (when the request's response closes). */
@@ -43,18 +44,20 @@ export function createClientHoldings(): ClientHoldings {
       for (const holding of holdings.values()) if (holding.requests > 0) n++
       return n
     },
-    enter(client, max, response) {
+    enter(client, max) {
       const holding = holdingOf(client)
       if (holding.requests >= max) {
         forgetIfEmpty(client, holding)
         return false
       }
       holding.requests++
-      response.once('close', () => {
-        holding.requests--
-        forgetIfEmpty(client, holding)
-      })
       return true
+    },
+    leave(client) {
+      const holding = holdings.get(client)
+      if (holding === undefined) return
+      holding.requests--
+      forgetIfEmpty(client, holding)
     },
     holdBody(client, bytes, max) {
       const holding = holdingOf(client)

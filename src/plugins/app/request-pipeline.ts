@@ -9,6 +9,8 @@ import { createRouteValidatorCompiler } from '../../validation/validator-compile
 import { declaredBodyBytes } from '../../http/body-budget.js'
 import { withJsonResponsesByStatus } from '../../http/json-responses.js'
 import { answerAndClose } from '../../http/raw-answer.js'
+import type { Upload } from '../../http/upload-rate.js'
+import type { ServerResponse } from 'node:http'
 import { markTimedOutByServer } from '../../http/server-options.js'
 import { addressClient } from '../external/rate-limit.js'
 
@@ -79,6 +81,15 @@ export function trafficClassOf(op: Pick<OperationInfo, 'public' | 'scopes'>): Tr
   return op.scopes.length > 0 && op.scopes.every((scope) => scope === 'telemetry:ingest') ? 'best-effort' : 'partner'
 }
 
+/** What a request holds until its response closes: a place among its client's requests, and its body's bytes. */
+interface Held {
+  client: string
+  bodyBytes: number
+  upload: Upload | undefined
+}
+const HELD = Symbol('held')
+type HoldingResponse = ServerResponse & { [HELD]?: Held }
+
 /** Seconds a client held back for what it holds waits: its requests end within about that. */
 const HOLDINGS_RETRY_AFTER = { 'retry-after': '1' }
 
@@ -92,9 +103,25 @@ export default fp(
     const overloaded = () =>
       appError('SERVICE_OVERLOADED', { 'retry-after': String(config.loadShed.retryAfterSeconds) })
     const clientOf = (request: FastifyRequest) => request.apiKeyId ?? addressClient(request)
+    // What a request holds is given back by one listener, shared by every response (the response
+    // is `this`, and carries what its request holds).
+    const giveBack = function (this: HoldingResponse) {
+      const held = this[HELD]!
+      holdings.leave(held.client)
+      if (held.bodyBytes === 0) return
+      holdings.releaseBody(held.client, held.bodyBytes)
+      budget.release(held.bodyBytes)
+      fastify.uploadRate.unwatch(held.upload)
+    }
     const limitConcurrency: onRequestHookHandler = (request, reply, done) => {
       const max = request.apiKey?.maxConcurrentRequests ?? config.client.maxConcurrentRequests
-      if (holdings.enter(clientOf(request), max, reply.raw)) return done()
+      const client = clientOf(request)
+      if (holdings.enter(client, max)) {
+        const response = reply.raw as HoldingResponse
+        response[HELD] = { client, bodyBytes: 0, upload: undefined }
+        response.on('close', giveBack)
+        return done()
+      }
       fastify.countRefusal('concurrent_requests', request.apiKeyId)
       done(appError('SECURITY_CONCURRENT_REQUESTS_EXCEEDED', HOLDINGS_RETRY_AFTER))
     }
@@ -124,24 +151,20 @@ export default fp(
         return done(overloaded())
       }
       const max = request.apiKey?.maxBodyBytesInFlight ?? config.client.maxBodyBytesInFlight
-      const client = clientOf(request)
-      if (!holdings.holdBody(client, bytes, max)) {
+      // Entered at stage 2 (limitConcurrency), whose listener gives the body back too.
+      const held = (reply.raw as HoldingResponse)[HELD]!
+      if (!holdings.holdBody(held.client, bytes, max)) {
         fastify.countRefusal('body_bytes_in_flight', request.apiKeyId)
         return done(appError('SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED', HOLDINGS_RETRY_AFTER))
       }
       budget.reserve(bytes)
+      held.bodyBytes = bytes
       const keyId = request.apiKeyId
-      const upload = fastify.uploadRate.watch(request.raw, (socket) => {
+      held.upload = fastify.uploadRate.watch(request.raw, (socket) => {
         markTimedOutByServer(socket)
         fastify.countRefusal('min_upload_rate', keyId)
         request.log.info({ code: 'COMMON_408' }, 'request body too slow')
         if (answerAndClose(socket, 'REQUEST_BODY_TOO_SLOW')) fastify.countEdgeAnswer('REQUEST_BODY_TOO_SLOW')
-      })
-      // One listener gives back all the body held: the client's bytes, the budget's, the watch.
-      reply.raw.once('close', () => {
-        holdings.releaseBody(client, bytes)
-        budget.release(bytes)
-        fastify.uploadRate.unwatch(upload)
       })
       done()
     }
