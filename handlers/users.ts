@@ -1,5 +1,6 @@
 // createUser, getUserBySystemUserId, updateUserBySystemUserId, patchUserBySystemUserId.
 import { appError } from '../src/errors.js'
+import { randomUUID } from 'node:crypto'
 import type { ReadThenWrite } from '../src/idempotency/index.js'
 import {
   changesAsStored,
@@ -8,6 +9,8 @@ import {
   UserKeyConflict,
   type UserChanges,
   type UserKey,
+  userExistsQuery,
+  userInsertStatement,
   userUpdateStatement,
   type VersionedUser,
   versionedUserQuery,
@@ -77,20 +80,32 @@ function changesWrite(
 
 export function createUserHandlers({ db, answerIdempotently, now }: HandlerDeps): ServiceHandlers<UserOperations> {
   return {
+    // Decided from the absence of the system key, and inserted with the answer's record in one
+    // statement unless a concurrent create took the key in between (then read and decided again:
+    // 400, or the twin's answer replayed).
     async createUser(request, reply) {
       const body = request.body
-      return answerIdempotently(request, reply, async ({ repos }) => {
-        const user = await repos.users.create({
-          system_user_id: body.system_user_id,
-          system_uuid: body.system_uuid,
-          full_name: body.full_name,
-          username: body.username ?? null,
-          timezone: body.timezone ?? 'UTC',
-          is_row_invalid: body.is_row_invalid ?? 0,
-          invalidation_reason_uuid: body.invalidation_reason_uuid ?? null,
-        })
-        if (!user) throw appError('USER_CREATE_ALREADY_EXISTS')
-        return { status: 201, body: user }
+      return answerIdempotently(request, reply, {
+        query: userExistsQuery(db.sql, body),
+        take: (row: { user_exists: boolean } | undefined) => {
+          if (row?.user_exists) throw appError('USER_CREATE_ALREADY_EXISTS')
+        },
+        write: () => {
+          const at = now().toISOString()
+          const user: User = {
+            client_uuid: randomUUID(),
+            created_at: at,
+            updated_at: at,
+            is_row_invalid: body.is_row_invalid ?? 0,
+            invalidation_reason_uuid: body.invalidation_reason_uuid?.toLowerCase() ?? null,
+            system_user_id: body.system_user_id,
+            system_uuid: body.system_uuid.toLowerCase(),
+            username: body.username ?? null,
+            full_name: body.full_name,
+            timezone: body.timezone ?? 'UTC',
+          }
+          return { status: 201 as const, body: user, statement: userInsertStatement(db.sql, user) }
+        },
       })
     },
 

@@ -12,7 +12,7 @@
 // yet held the triple (it is removed, and the write runs again). A handler's `read` (the owner of
 // a write: 404 when there is none) is sent in the same statement as step 1 and only decides when
 // no answer is stored; the work receives what it returned.
-// A write decided from its read alone (ReadThenWrite: a review, PUT and PATCH of a learner) skips
+// A write decided from its read alone (ReadThenWrite: a review; POST, PUT and PATCH of a learner) skips
 // the transaction: its read returns the row with its version, and its write and the record are one
 // statement that writes only while the row is still that version; a row changed in between
 // writes nothing, and the lookup and the decision are made again (docs/idempotency.md).
@@ -152,7 +152,9 @@ export function createIdempotency<Tx extends { sql: Db }>(
       reply.serializeInput(body as Record<string, unknown>, String(status)) as string
 
     if (typeof readOrWork !== 'function' && 'write' in readOrWork) {
-      // Each decision lost to a concurrent write of the row is made again, up to MAX_DECISIONS.
+      // Each decision lost to a concurrent write of the row is made again, up to MAX_DECISIONS;
+      // an expired record is removed once, as for a transaction (step 3).
+      let removedExpired = false
       for (let decision = 1; decision <= MAX_DECISIONS; decision++) {
         const row = await lookupWith(db.sql, who, readOrWork.query)
         if (row.status_code !== null) return replay(row as StoredAnswer)
@@ -171,7 +173,8 @@ export function createIdempotency<Tx extends { sql: Db }>(
           // reached (removed: the next decision writes).
           const winner = await findAnswer(db.sql, who)
           if (winner) return replay(winner)
-          if (!(await deleteExpired(db.sql, who))) throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
+          if (removedExpired || !(await deleteExpired(db.sql, who))) throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
+          removedExpired = true
         }
       }
       throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')

@@ -79,6 +79,27 @@ export function userUpdateStatement(
     returning 1`
 }
 
+/** Whether a learner holds the system key: a statement built but not sent (a create sends it inside its answer lookup). */
+export function userExistsQuery(db: Db, key: UserKey) {
+  return db<{ user_exists: boolean }[]>`
+    select exists (select 1 from users where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}) as user_exists`
+}
+
+/**
+ * A new learner's row, every column given (its id and times made by the service), built but not
+ * sent: inserted unless its system key is taken by then (one row returned, else none).
+ */
+export function userInsertStatement(db: Db, user: User) {
+  return db`
+    insert into users (client_uuid, system_user_id, system_uuid, full_name, username, timezone, is_row_invalid,
+                       invalidation_reason_uuid, created_at, updated_at)
+    values (${user.client_uuid}, ${user.system_user_id}, ${user.system_uuid}, ${user.full_name}, ${user.username},
+            ${user.timezone}, ${user.is_row_invalid}, ${user.invalidation_reason_uuid},
+            ${user.created_at}::text::timestamptz, ${user.updated_at}::text::timestamptz)
+    on conflict on constraint users_system_key do nothing
+    returning 1`
+}
+
 /**
  * The changed columns as PostgreSQL stores them and answers them: a uuid in lower case (the
  * contract accepts either case).
@@ -96,17 +117,6 @@ export function createUserRepository(db: Db) {
   const USER_COLUMNS = db.unsafe(USER_COLUMN_LIST)
 
   return {
-    /** Inserts the user; undefined when the natural key already exists. */
-    async create(user: NewUser): Promise<User | undefined> {
-      const [row] = await db<User[]>`
-        insert into users (system_user_id, system_uuid, full_name, username, timezone, is_row_invalid, invalidation_reason_uuid)
-        values (${user.system_user_id}, ${user.system_uuid}, ${user.full_name}, ${user.username}, ${user.timezone},
-                ${user.is_row_invalid}, ${user.invalidation_reason_uuid})
-        on conflict on constraint users_system_key do nothing
-        returning ${USER_COLUMNS}`
-      return row
-    },
-
     async findByKey(key: UserKey): Promise<User | undefined> {
       const [row] = await db<User[]>`
         select ${USER_COLUMNS} from users

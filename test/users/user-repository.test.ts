@@ -7,9 +7,12 @@ import {
   createUserRepository,
   type NewUser,
   rethrowKeyConflict,
+  type User,
   type UserChanges,
   type UserKey,
   UserKeyConflict,
+  userExistsQuery,
+  userInsertStatement,
   userUpdateStatement,
   versionedUserQuery,
 } from '../../src/repositories/users.js'
@@ -28,6 +31,13 @@ const newUser = (extra: Partial<NewUser> = {}): NewUser => ({
   ...extra,
 })
 
+/** A learner inserted as POST makes it (its id and times made here); undefined when its system key is taken. */
+async function create(user: NewUser): Promise<User | undefined> {
+  const at = new Date().toISOString()
+  const row = { ...user, client_uuid: randomUUID(), created_at: at, updated_at: at } as User
+  return (await userInsertStatement(db.sql, row)).count === 1 ? row : undefined
+}
+
 /** The update as PUT and PATCH make it: the row read with its version, then the statement. */
 async function update(key: UserKey, changes: UserChanges): Promise<number> {
   const [row] = await versionedUserQuery(db.sql, key)
@@ -44,20 +54,20 @@ const keyOf = (u: { system_user_id: string; system_uuid: string | null }) => ({
 })
 
 t.test("findOwner: the learner's client_uuid and time zone, or undefined", async (t) => {
-  const user = (await users.create(newUser()))!
+  const user = (await create(newUser()))!
   t.same(await users.findOwner(keyOf(user)), { client_uuid: user.client_uuid, timezone: 'Europe/Paris' })
   t.equal(await users.findOwner({ system_user_id: user.system_user_id, system_uuid: randomUUID() }), undefined)
 })
 
 t.test("an update onto another user's natural key is a UserKeyConflict", async (t) => {
-  const a = (await users.create(newUser()))!
-  const b = (await users.create(newUser({ system_user_id: a.system_user_id })))!
+  const a = (await create(newUser()))!
+  const b = (await create(newUser({ system_user_id: a.system_user_id })))!
   const conflict = await update(keyOf(b), { system_uuid: a.system_uuid }).catch((err) => err)
   t.ok(conflict instanceof UserKeyConflict, String(conflict))
 })
 
 t.test('any other database error of an update is passed on unchanged', async (t) => {
-  const a = (await users.create(newUser()))!
+  const a = (await create(newUser()))!
   // An unknown column: not a unique violation at all.
   const unknown = await update(keyOf(a), { no_such_column: 1 } as never).catch((err) => err)
   t.notOk(unknown instanceof UserKeyConflict)
@@ -65,14 +75,14 @@ t.test('any other database error of an update is passed on unchanged', async (t)
   // A unique violation of another constraint (one made for this test): not the natural key.
   await db.sql`create unique index users_full_name_test on users (full_name)`
   t.teardown(() => db.sql`drop index users_full_name_test`)
-  const b = (await users.create(newUser({ full_name: 'Someone Else' })))!
+  const b = (await create(newUser({ full_name: 'Someone Else' })))!
   const other = await update(keyOf(b), { full_name: a.full_name }).catch((err) => err)
   t.notOk(other instanceof UserKeyConflict)
   t.match(other, { code: '23505', constraint_name: 'users_full_name_test' })
 })
 
 t.test('an update of a row changed since it was read writes nothing', async (t) => {
-  const a = (await users.create(newUser()))!
+  const a = (await create(newUser()))!
   const [read] = await versionedUserQuery(db.sql, keyOf(a))
   await db.sql`update users set username = 'meanwhile' where client_uuid = ${a.client_uuid}`
   const stale = await userUpdateStatement(db.sql, read!, { full_name: 'From A Stale Read' }, new Date().toISOString())
@@ -82,4 +92,13 @@ t.test('an update of a row changed since it was read writes nothing', async (t) 
   t.not(now!.version, read!.version)
   const fresh = await userUpdateStatement(db.sql, now!, { full_name: 'From A Fresh Read' }, new Date().toISOString())
   t.equal(fresh.count, 1)
+})
+
+t.test('an insert onto a taken system key writes nothing', async (t) => {
+  const a = (await create(newUser()))!
+  t.equal(await create(newUser({ system_user_id: a.system_user_id, system_uuid: a.system_uuid! })), undefined)
+  const [exists] = await userExistsQuery(db.sql, keyOf(a))
+  t.equal(exists!.user_exists, true)
+  const [none] = await userExistsQuery(db.sql, { system_user_id: a.system_user_id, system_uuid: randomUUID() })
+  t.equal(none!.user_exists, false)
 })
