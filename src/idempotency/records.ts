@@ -43,10 +43,10 @@ export async function lookupWith(db: Db, r: RecordKey, read: PendingQuery<Row[]>
   const [row] = await db<LookupRow[]>`
     select a.request_hash, a.status_code, a.response_body, r is distinct from null as read_found, r.*
     from (select) one
-    left join (${read}) r on true
     left join idempotency_records a
       on a.key_id = ${r.keyId} and a.scope = ${r.scope} and a.idempotency_key = ${r.key}
-        and a.expires_at > now() and a.status_code is not null`
+        and a.expires_at > now() and a.status_code is not null
+    left join (${read}) r on true`
   return row!
 }
 

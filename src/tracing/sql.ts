@@ -31,15 +31,23 @@ const TARGET: Record<string, RegExp> = {
   UPDATE: /^update\s+([a-z_][\w.]*)/i,
   DELETE: /^delete\s+from\s+([a-z_][\w.]*)/i,
 }
-const FROM = /\bfrom\s+([a-z_][\w.]*)/i
+// A read's first table, named after FROM or JOIN (`is distinct from null` names none).
+const FROM = /\b(?:from|join)\s+(?!null\b)([a-z_][\w.]*)/i
+// A WITH statement is named by its first data-modifying statement, if it has one.
+const MODIFIES = /\b(insert\s+into|update|delete\s+from)\s+([a-z_][\w.]*)/i
 
 /** Operation and table of a statement's text, cached per text (the texts are the code's own). */
 export function describeStatement(text: string): StatementDescription {
   let found = descriptions.get(text)
   if (found) return found
   const trimmed = text.trim()
-  const operation = (/^\w+/.exec(trimmed)?.[0] ?? 'SQL').toUpperCase()
-  const table = (TARGET[operation] ?? FROM).exec(trimmed)?.[1]
+  let operation = (/^\w+/.exec(trimmed)?.[0] ?? 'SQL').toUpperCase()
+  let table = (TARGET[operation] ?? FROM).exec(trimmed)?.[1]
+  const modifies = operation === 'WITH' ? MODIFIES.exec(trimmed) : null
+  if (modifies) {
+    operation = modifies[1]!.split(/\s+/)[0]!.toUpperCase()
+    table = modifies[2]
+  }
   found = {
     name: table ? `${operation} ${table}` : operation,
     attributes: {
