@@ -9,7 +9,6 @@ import {
   UserKeyConflict,
   type UserChanges,
   type UserKey,
-  userExistsQuery,
   userInsertStatement,
   userUpdateStatement,
   type VersionedUser,
@@ -80,16 +79,13 @@ function changesWrite(
 
 export function createUserHandlers({ db, answerIdempotently, now }: HandlerDeps): ServiceHandlers<UserOperations> {
   return {
-    // Decided from the absence of the system key, and inserted with the answer's record in one
-    // statement unless a concurrent create took the key in between (then read and decided again:
-    // 400, or the twin's answer replayed).
+    // Inserted with the answer's record in one statement, unless the system key is taken (the
+    // insert writes nothing: 400, or a twin's answer replayed). Reads nothing first: its lookup is
+    // the record's alone, as a replay's.
     async createUser(request, reply) {
       const body = request.body
       return answerIdempotently(request, reply, {
-        query: userExistsQuery(db.sql, body),
-        take: (row: { user_exists: boolean } | undefined) => {
-          if (row?.user_exists) throw appError('USER_CREATE_ALREADY_EXISTS')
-        },
+        unwritten: () => appError('USER_CREATE_ALREADY_EXISTS'),
         write: () => {
           const at = now().toISOString()
           const user: User = {

@@ -62,10 +62,17 @@ export interface Read<R, Q extends Row = Row> {
  * returns one row when it did; when it returns none, the row changed in between (a concurrent
  * write): the lookup and the decision are made again, from the row as it is then.
  */
-export interface ReadThenWrite<R, Q extends Row, T> extends Read<R, Q> {
+export interface ReadThenWrite<R, Q extends Row, T> extends Partial<Read<R, Q>> {
   write(read: R): WriteResult<T> & { statement: PendingQuery<Row[]> }
   /** The statement's own failure (a constraint it breaks) as the error to answer with; by default it is rethrown. */
   failed?(err: unknown): unknown
+  /**
+   * For a write that reads nothing (no `query`: its lookup is the record's alone, as a replay's),
+   * what a statement that wrote nothing means when no twin's answer is stored: the error to
+   * answer (a create's key taken). Without it, the row changed since it was read and the lookup
+   * and the decision are made again.
+   */
+  unwritten?(): unknown
 }
 
 /** The label of a write in one statement in db_operation_duration_seconds. */
@@ -156,17 +163,20 @@ export function createIdempotency<Tx extends { sql: Db }>(
       // an expired record is removed once, as for a transaction (step 3).
       let removedExpired = false
       for (let decision = 1; decision <= MAX_DECISIONS; decision++) {
-        const row = await lookupWith(db.sql, who, readOrWork.query)
-        if (row.status_code !== null) return replay(row as StoredAnswer)
-        const decided = readOrWork.write(readOrWork.take(row.read_found ? (row as Row) : undefined))
+        let read: R | undefined
+        if (readOrWork.query) {
+          const row = await lookupWith(db.sql, who, readOrWork.query)
+          if (row.status_code !== null) return replay(row as StoredAnswer)
+          read = readOrWork.take!(row.read_found ? (row as Row) : undefined)
+        } else {
+          const stored = await findAnswer(db.sql, who)
+          if (stored) return replay(stored)
+        }
+        const decided = readOrWork.write(read as R)
         const json = serialize(decided.status, decided.body)
+        let wrote: boolean
         try {
-          if (await timedWrite(decided.statement, who, hash, decided.status, json))
-            return send(
-              decided.status,
-              decided.shownOnce ? serialize(decided.status, { ...decided.body, ...decided.shownOnce }) : json,
-              false,
-            )
+          wrote = await timedWrite(decided.statement, who, hash, decided.status, json)
         } catch (err) {
           if (!isKeyTaken(err)) throw readOrWork.failed ? readOrWork.failed(err) : err
           // A record holds the triple: a twin's answer, or an expired one the purge has not
@@ -175,6 +185,18 @@ export function createIdempotency<Tx extends { sql: Db }>(
           if (winner) return replay(winner)
           if (removedExpired || !(await deleteExpired(db.sql, who))) throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
           removedExpired = true
+          continue
+        }
+        if (wrote)
+          return send(
+            decided.status,
+            decided.shownOnce ? serialize(decided.status, { ...decided.body, ...decided.shownOnce }) : json,
+            false,
+          )
+        if (readOrWork.unwritten) {
+          const winner = await findAnswer(db.sql, who)
+          if (winner) return replay(winner)
+          throw readOrWork.unwritten()
         }
       }
       throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')

@@ -79,12 +79,6 @@ export function userUpdateStatement(
     returning 1`
 }
 
-/** Whether a learner holds the system key: a statement built but not sent (a create sends it inside its answer lookup). */
-export function userExistsQuery(db: Db, key: UserKey) {
-  return db<{ user_exists: boolean }[]>`
-    select exists (select 1 from users where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}) as user_exists`
-}
-
 /**
  * A new learner's row, every column given (its id and times made by the service), built but not
  * sent: inserted unless its system key is taken by then (one row returned, else none).
