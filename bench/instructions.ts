@@ -19,6 +19,7 @@ import { legacyKeyId } from '../src/auth/api-keys.js'
 import { API_KEY, createBenchDatabase } from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
 import { recordPrinted } from './results-file.js'
+import { callgrindArgs } from './callgrind.js'
 
 const N = Number(process.env.BENCH_REQUESTS ?? 1500)
 /** Requests before counting: the JIT's tiers settle (under valgrind it compiles slowly). */
@@ -40,12 +41,7 @@ function startUnderCallgrind(target: Target, dir: string, port: number, database
   return spawn(
     'valgrind',
     [
-      '--tool=callgrind',
-      // Off until the warm-up is over: instrumented, starting takes longer than Fastify waits for a plugin.
-      '--instr-atstart=no',
-      '--smc-check=all-non-file',
-      `--callgrind-out-file=${dir}/out.%p`,
-      '--dump-instr=no',
+      ...callgrindArgs(dir),
       // The main thread's count alone: the compiler's and the collector's helper threads run on
       // their own schedule, which under valgrind moves from run to run.
       '--separate-threads=yes',

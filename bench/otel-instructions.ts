@@ -14,6 +14,7 @@ import { projectRoot } from '../src/paths.js'
 import { API_KEY, createBenchDatabase } from './harness.js'
 import { type BenchRequest, createBenchRequests, loadOptions } from './requests.js'
 import { recordPrinted } from './results-file.js'
+import { callgrindArgs } from './callgrind.js'
 
 const N = Number(process.env.BENCH_REQUESTS ?? 2000)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10)
@@ -46,35 +47,22 @@ try {
             OTEL_TRACES_SAMPLER_ARG: ratio,
           }
     const start = () =>
-      spawn(
-        'valgrind',
-        [
-          '--tool=callgrind',
-          // Off until the warm-up is over: instrumented, starting takes longer than Fastify waits for a plugin.
-          '--instr-atstart=no',
-          '--smc-check=all-non-file',
-          `--callgrind-out-file=${dir}/out.%p`,
-          '--dump-instr=no',
-          process.env.BENCH_NODE ?? process.execPath,
-          'dist/src/server.js',
-        ],
-        {
-          cwd: projectRoot,
-          env: {
-            ...process.env,
-            PORT: String(port),
-            DATABASE_URL: bench.url,
-            API_KEYS: API_KEY,
-            RATE_LIMIT_MAX: '10000000',
-            LOG_LEVEL: 'warn',
-            SHUTDOWN_DRAIN_MS: '0',
-            // Under valgrind the loop runs late: shedding would answer 503s and skew the count.
-            LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
-            ...otel,
-          },
-          stdio: ['ignore', 'ignore', 'inherit'],
+      spawn('valgrind', [...callgrindArgs(dir), process.env.BENCH_NODE ?? process.execPath, 'dist/src/server.js'], {
+        cwd: projectRoot,
+        env: {
+          ...process.env,
+          PORT: String(port),
+          DATABASE_URL: bench.url,
+          API_KEYS: API_KEY,
+          RATE_LIMIT_MAX: '10000000',
+          LOG_LEVEL: 'warn',
+          SHUTDOWN_DRAIN_MS: '0',
+          // Under valgrind the loop runs late: shedding would answer 503s and skew the count.
+          LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
+          ...otel,
         },
-      )
+        stdio: ['ignore', 'ignore', 'inherit'],
+      })
     // On a busy machine a plugin can miss Fastify's start timeout under valgrind: start again.
     let child = start()
     let exited = false

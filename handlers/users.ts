@@ -3,7 +3,7 @@ import { appError } from '../src/errors.js'
 import { randomUUID } from 'node:crypto'
 import type { ReadThenWrite } from '../src/idempotency/index.js'
 import {
-  changesAsStored,
+  asStored,
   rethrowKeyConflict,
   type User,
   UserKeyConflict,
@@ -63,7 +63,7 @@ function changesWrite(
       const at = now().toISOString()
       return {
         status: 200,
-        body: { ...user, ...changesAsStored(changes), updated_at: at } as User,
+        body: { ...user, ...asStored(changes), updated_at: at } as User,
         statement: userUpdateStatement(sql, { client_uuid: user.client_uuid, version }, changes, at),
       }
     },
@@ -88,18 +88,18 @@ export function createUserHandlers({ db, answerIdempotently, now }: HandlerDeps)
         unwritten: () => appError('USER_CREATE_ALREADY_EXISTS'),
         write: () => {
           const at = now().toISOString()
-          const user: User = {
+          const user = asStored<User>({
             client_uuid: randomUUID(),
             created_at: at,
             updated_at: at,
             is_row_invalid: body.is_row_invalid ?? 0,
-            invalidation_reason_uuid: body.invalidation_reason_uuid?.toLowerCase() ?? null,
+            invalidation_reason_uuid: body.invalidation_reason_uuid ?? null,
             system_user_id: body.system_user_id,
-            system_uuid: body.system_uuid.toLowerCase(),
+            system_uuid: body.system_uuid,
             username: body.username ?? null,
             full_name: body.full_name,
             timezone: body.timezone ?? 'UTC',
-          }
+          })
           return { status: 201 as const, body: user, statement: userInsertStatement(db.sql, user) }
         },
       })

@@ -158,27 +158,28 @@ export function createIdempotency<Tx extends { sql: Db }>(
     const serialize = (status: number, body: unknown) =>
       reply.serializeInput(body as Record<string, unknown>, String(status)) as string
 
-    if (typeof readOrWork !== 'function' && 'write' in readOrWork) {
+    // A write in one statement (ReadThenWrite): no transaction; see the module's comment.
+    const inOneStatement = async (plan: ReadThenWrite<R, Row, T>): Promise<string> => {
       // Each decision lost to a concurrent write of the row is made again, up to MAX_DECISIONS;
       // an expired record is removed once, as for a transaction (step 3).
       let removedExpired = false
       for (let decision = 1; decision <= MAX_DECISIONS; decision++) {
         let read: R | undefined
-        if (readOrWork.query) {
-          const row = await lookupWith(db.sql, who, readOrWork.query)
+        if (plan.query) {
+          const row = await lookupWith(db.sql, who, plan.query)
           if (row.status_code !== null) return replay(row as StoredAnswer)
-          read = readOrWork.take!(row.read_found ? (row as Row) : undefined)
+          read = plan.take!(row.read_found ? (row as Row) : undefined)
         } else {
           const stored = await findAnswer(db.sql, who)
           if (stored) return replay(stored)
         }
-        const decided = readOrWork.write(read as R)
+        const decided = plan.write(read as R)
         const json = serialize(decided.status, decided.body)
         let wrote: boolean
         try {
           wrote = await timedWrite(decided.statement, who, hash, decided.status, json)
         } catch (err) {
-          if (!isKeyTaken(err)) throw readOrWork.failed ? readOrWork.failed(err) : err
+          if (!isKeyTaken(err)) throw plan.failed ? plan.failed(err) : err
           // A record holds the triple: a twin's answer, or an expired one the purge has not
           // reached (removed: the next decision writes).
           const winner = await findAnswer(db.sql, who)
@@ -193,14 +194,15 @@ export function createIdempotency<Tx extends { sql: Db }>(
             decided.shownOnce ? serialize(decided.status, { ...decided.body, ...decided.shownOnce }) : json,
             false,
           )
-        if (readOrWork.unwritten) {
+        if (plan.unwritten) {
           const winner = await findAnswer(db.sql, who)
           if (winner) return replay(winner)
-          throw readOrWork.unwritten()
+          throw plan.unwritten()
         }
       }
       throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
     }
+    if (typeof readOrWork !== 'function' && 'write' in readOrWork) return inOneStatement(readOrWork)
 
     let work: (tx: Tx) => Promise<WriteResult<T>>
     if (typeof readOrWork === 'function') {

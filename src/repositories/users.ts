@@ -95,11 +95,11 @@ export function userInsertStatement(db: Db, user: User) {
 }
 
 /**
- * The changed columns as PostgreSQL stores them and answers them: a uuid in lower case (the
- * contract accepts either case).
+ * A learner's columns as PostgreSQL stores them and answers them: a uuid in lower case (the
+ * contract accepts either case). For a new learner's row and for changes to one.
  */
-export function changesAsStored(changes: UserChanges): UserChanges {
-  const stored = { ...changes }
+export function asStored<T extends Pick<UserChanges, 'system_uuid' | 'invalidation_reason_uuid'>>(columns: T): T {
+  const stored = { ...columns }
   if (typeof stored.system_uuid === 'string') stored.system_uuid = stored.system_uuid.toLowerCase()
   if (typeof stored.invalidation_reason_uuid === 'string')
     stored.invalidation_reason_uuid = stored.invalidation_reason_uuid.toLowerCase()
