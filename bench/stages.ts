@@ -65,7 +65,7 @@ const STAGES: [string, RegExp][] = [
   ['CORS', /@fastify\/cors|\/plugins\/external\/cors\./],
   [
     'body parsing (JSON)',
-    /secure-json-parse|\/plugins\/app\/json-body\.|\/plugins\/app\/json-only-bodies\.|array-prescan|\/validation\/json-text\.|fastify\/lib\/content-?[tT]ype-?[pP]arser/,
+    /secure-json-parse|\/plugins\/app\/json-body\.|\/plugins\/app\/json-only-bodies\.|array-prescan|body-prescan|\/validation\/json-text\.|fastify\/lib\/content-?[tT]ype-?[pP]arser/,
   ],
   ['validation (Ajv)', /node_modules\/ajv|\/src\/validation\/|generated\/validators|fastify\/lib\/validation\./],
   ['idempotency (hash, replay)', /\/src\/idempotency\/|safe-stable-stringify/],
@@ -227,7 +227,18 @@ const put = (caseName: string, target: string, stage: string, value: number) => 
   byStage.set(stage, [...(byStage.get(stage) ?? []), value])
 }
 let requests: Awaited<ReturnType<typeof createBenchRequests>> | undefined
-const CASES = ['GET user', 'POST user (replay)', 'POST user (new key)', 'PATCH user', 'POST review']
+/** BENCH_CASES=a,b: only the cases whose names start with these (printed, bench/stages.md left as it is). */
+const ONLY = process.env.BENCH_CASES?.split(',').map((x) => x.trim().toLowerCase())
+const ALL_CASES = [
+  'GET user',
+  'POST user (replay)',
+  'POST user (new key)',
+  'PATCH user',
+  'POST review',
+  'GET due list (50 rows)',
+  'telemetry batch (500 events)',
+]
+const CASES = ALL_CASES.filter((c) => !ONLY || ONLY.some((prefix) => c.toLowerCase().startsWith(prefix)))
 try {
   bench.setup('node-bound')
   for (let round = 0; round < ROUNDS; round++) {
@@ -248,8 +259,12 @@ try {
       ['POST user (new key)', requests.postNewUser, requests.postNewUser, WRITES],
       ['PATCH user', requests.patchUser, requests.patchUser, WRITES],
       ['POST review', () => requests!.review(), () => requests!.review(), WRITES],
+      ['GET due list (50 rows)', () => requests!.dueList(), () => requests!.dueList(), WRITES],
+      // µs per batch of 500 events; fewer requests, as each is 500 events' work.
+      ['telemetry batch (500 events)', requests.telemetryBatch, requests.telemetryBatch, Math.round(READS / 100)],
     ]
-    for (const [name, onService, onCeiling, amount] of round % 2 ? [...plan].reverse() : plan) {
+    const planned = plan.filter(([name]) => CASES.includes(name))
+    for (const [name, onService, onCeiling, amount] of round % 2 ? [...planned].reverse() : planned) {
       const pair: [Server, Window['target'], () => BenchRequest][] = [
         [profiled, 'service', onService],
         ...(baseline ? [[baseline, 'baseline', onService] as [Server, Window['target'], () => BenchRequest]] : []),
@@ -356,5 +371,5 @@ const text = [
   ...rows,
   ``,
 ].join('\n')
-writeFileSync(RESULTS, text)
+if (!ONLY) writeFileSync(RESULTS, text)
 console.log(text)

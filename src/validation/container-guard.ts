@@ -11,35 +11,48 @@ const UNKNOWN_PROPERTIES_REPORTED = 50
 
 type Guard = (data: unknown) => ErrorObject[] | null
 
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
+/** What the walk needs of one schema node: its limits, and only the children that hold one. */
+interface Limits {
+  maxItems: number | undefined
+  maxProperties: number | undefined
+  /** Declared property names, when unknown ones are refused (additionalProperties: false). */
+  closed: Set<string> | null
+  /** Array items, when they (or anything under them) hold a limit. */
+  items: Limits | null
+  /** Declared properties that (or anything under them) hold a limit. */
+  properties: [name: string, limits: Limits][]
+}
 
-const constraining = new WeakMap<SchemaNode, boolean>()
+const limitsOfNode = new WeakMap<SchemaNode, Limits | null>()
 
-/** Whether a schema node, or anything under it, limits a container's size (memoized). */
-function constrains(node: SchemaNode, seen = new Set<SchemaNode>()): boolean {
+/** A node's limits, or null when nothing at or under it limits a container (memoized). */
+function limitsOf(node: SchemaNode, seen = new Set<SchemaNode>()): Limits | null {
   const n = resolve(node)
-  const known = constraining.get(n)
-  if (known !== undefined) return known
-  if (seen.has(n)) return false
+  if (limitsOfNode.has(n)) return limitsOfNode.get(n)!
+  if (seen.has(n)) return null
   seen.add(n)
-  const result =
-    n.maxItems !== undefined ||
-    n.maxProperties !== undefined ||
-    n.additionalProperties === false ||
-    (n.items !== undefined && constrains(n.items, seen)) ||
-    Object.values(n.properties ?? {}).some((child) => constrains(child, seen))
-  constraining.set(n, result)
-  return result
+  const items = n.items ? limitsOf(n.items, seen) : null
+  const properties = Object.entries(n.properties ?? {})
+    .map(([name, child]) => [name, limitsOf(child, seen)] as [string, Limits | null])
+    .filter((entry): entry is [string, Limits] => entry[1] !== null)
+  const closed = n.additionalProperties === false ? new Set(Object.keys(n.properties ?? {})) : null
+  const limits =
+    n.maxItems !== undefined || n.maxProperties !== undefined || closed || items || properties.length > 0
+      ? { maxItems: n.maxItems, maxProperties: n.maxProperties, closed, items, properties }
+      : null
+  limitsOfNode.set(n, limits)
+  return limits
 }
 
 const error = (
-  instancePath: string,
+  path: (string | number)[],
   keyword: string,
   params: Record<string, unknown>,
   message: string,
   data: unknown,
 ): ErrorObject => ({
-  instancePath,
+  // Built only for a failure: a valid body's walk makes no strings.
+  instancePath: path.map((s) => `/${typeof s === 'number' ? s : escapePointer(s)}`).join(''),
   schemaPath: keyword,
   keyword,
   params,
@@ -47,58 +60,55 @@ const error = (
   data,
 })
 
-function check(node: SchemaNode, data: unknown, pointer: string, out: ErrorObject[]): void {
-  const n = resolve(node)
+/** `path` is the walk's place, extended and restored in turn. */
+function check(n: Limits, data: unknown, path: (string | number)[], out: ErrorObject[]): void {
+  if (data === null || typeof data !== 'object') return
   if (Array.isArray(data)) {
     if (n.maxItems !== undefined && data.length > n.maxItems) {
-      out.push(error(pointer, 'maxItems', { limit: n.maxItems }, `must NOT have more than ${n.maxItems} items`, data))
+      out.push(error(path, 'maxItems', { limit: n.maxItems }, `must NOT have more than ${n.maxItems} items`, data))
       return
     }
-    if (n.items && constrains(n.items))
-      for (let i = 0; i < data.length; i++) check(n.items, data[i], `${pointer}/${i}`, out)
-    return
-  }
-  if (!isObject(data)) return
-  const keys = Object.keys(data)
-  if (n.maxProperties !== undefined && keys.length > n.maxProperties) {
-    out.push(
-      error(
-        pointer,
-        'maxProperties',
-        { limit: n.maxProperties },
-        `must NOT have more than ${n.maxProperties} properties`,
-        data,
-      ),
-    )
-    return
-  }
-  const declared = n.properties ?? {}
-  if (n.additionalProperties === false && keys.length > Object.keys(declared).length + UNKNOWN_PROPERTIES_REPORTED) {
-    for (const key of keys.filter((k) => !Object.hasOwn(declared, k)).slice(0, UNKNOWN_PROPERTIES_REPORTED)) {
-      out.push(
-        error(
-          pointer,
-          'additionalProperties',
-          { additionalProperty: key },
-          'must NOT have additional properties',
-          data,
-        ),
-      )
+    if (n.items) {
+      for (let i = 0; i < data.length; i++) {
+        path.push(i)
+        check(n.items, data[i], path, out)
+        path.pop()
+      }
     }
     return
   }
-  for (const key of keys) {
-    const child = declared[key]
-    if (child && constrains(child)) check(child, data[key], `${pointer}/${escapePointer(key)}`, out)
+  const object = data as Record<string, unknown>
+  if (n.maxProperties !== undefined || n.closed) {
+    const keys = Object.keys(object)
+    if (n.maxProperties !== undefined && keys.length > n.maxProperties) {
+      const message = `must NOT have more than ${n.maxProperties} properties`
+      out.push(error(path, 'maxProperties', { limit: n.maxProperties }, message, data))
+      return
+    }
+    const closed = n.closed
+    if (closed && keys.length > closed.size + UNKNOWN_PROPERTIES_REPORTED) {
+      for (const key of keys.filter((k) => !closed.has(k)).slice(0, UNKNOWN_PROPERTIES_REPORTED)) {
+        const params = { additionalProperty: key }
+        out.push(error(path, 'additionalProperties', params, 'must NOT have additional properties', data))
+      }
+      return
+    }
+  }
+  for (const [name, limits] of n.properties) {
+    if (!Object.hasOwn(object, name)) continue
+    path.push(name)
+    check(limits, object[name], path, out)
+    path.pop()
   }
 }
 
 /** The guard for one body schema; null from it means "no container over its limit". */
 export function containerGuard(schemaName: string): Guard {
-  const root = bodySchemaNode(schemaName)
+  const root = limitsOf(bodySchemaNode(schemaName))
+  if (!root) return () => null
   return (data) => {
     const out: ErrorObject[] = []
-    check(root, data, '', out)
+    check(root, data, [], out)
     return out.length > 0 ? out : null
   }
 }

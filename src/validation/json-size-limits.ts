@@ -27,13 +27,16 @@ export function sizeLimitsOf(schemaName: string): SizeLimit[] {
 
 function oversize(data: unknown, { path, limit }: SizeLimit): ErrorObject[] {
   const errors: ErrorObject[] = []
-  const visit = (value: unknown, depth: number, pointer: string) => {
+  // The walk's place (item indexes for '*'), extended and restored in turn: a pointer is made
+  // only for a value over its limit.
+  const at: (string | number)[] = []
+  const visit = (value: unknown, depth: number) => {
     if (value === undefined) return
     if (depth === path.length) {
       const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8')
       if (bytes > limit) {
         errors.push({
-          instancePath: pointer,
+          instancePath: at.map((s) => `/${typeof s === 'number' ? s : escapePointer(s)}`).join(''),
           schemaPath: 'x-max-json-bytes',
           keyword: 'x-max-json-bytes',
           params: { limit, bytes },
@@ -45,12 +48,19 @@ function oversize(data: unknown, { path, limit }: SizeLimit): ErrorObject[] {
     }
     const step = path[depth]!
     if (step === '*') {
-      if (Array.isArray(value)) for (let i = 0; i < value.length; i++) visit(value[i], depth + 1, `${pointer}/${i}`)
-    } else if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-      visit((value as Record<string, unknown>)[step], depth + 1, `${pointer}/${escapePointer(step)}`)
+      if (!Array.isArray(value)) return
+      for (let i = 0; i < value.length; i++) {
+        at.push(i)
+        visit(value[i], depth + 1)
+        at.pop()
+      }
+    } else if (value !== null && typeof value === 'object' && !Array.isArray(value) && Object.hasOwn(value, step)) {
+      at.push(step)
+      visit((value as Record<string, unknown>)[step], depth + 1)
+      at.pop()
     }
   }
-  visit(data, 0, '')
+  visit(data, 0)
   return errors
 }
 

@@ -3,15 +3,15 @@ import fp from 'fastify-plugin'
 import type { FastifyRequest, preParsingHookHandler } from 'fastify'
 import type { ErrorObject } from 'ajv'
 import { oversizeTopLevelArray } from '../../validation/array-prescan.js'
-import { type FreeFormScan, freeFormScan } from '../../validation/free-form-prescan.js'
+import { type BodyPrescan, bodyPrescan, MAX_DEPTH } from '../../validation/body-prescan.js'
 import { closingQuote } from '../../validation/json-text.js'
 import { INPUT_RULE_SCHEMA_PATH, unacceptableNumber, unacceptableString } from '../../validation/input-rules.js'
 
-// Arbitrarily deep documents do not survive recursive serializers (refused at parse time as a
-// malformed body, 422 `..._BODY_INVALID`). The string and number rules of input-rules.ts hold
-// inside free-form JSON too: a value that breaks them is refused at parse time with its place
-// (`loc` down to the item) and the code of the field that holds it, as schema validation does.
-const MAX_DEPTH = 64
+// Arbitrarily deep documents (past MAX_DEPTH) do not survive recursive serializers (refused at
+// parse time as a malformed body, 422 `..._BODY_INVALID`). The string and number rules of
+// input-rules.ts hold inside free-form JSON too: a value that breaks them is refused at parse time
+// with its place (`loc` down to the item) and the code of the field that holds it, as schema
+// validation does.
 
 /** Where the first value that breaks the string or number rules sits, and why; or null. Only
  * called once the fast walk found one, so building paths here costs nothing on valid bodies. */
@@ -107,8 +107,12 @@ export function nestedDeeperThan(text: string, limit: number): boolean {
 // exponent. Text without either skips the walk over every parsed node.
 const MAY_HOLD_BAD_SCALARS = /\\u|[0-9][eE]|[0-9]{16}/
 
-/** The parse-time checks on a JSON body: depth on the text, then scalars when they may be bad. */
-export function unacceptableJsonText(text: string, value: unknown): string | null {
+/**
+ * The parse-time checks on a JSON body: depth, then scalars when they may be bad; read off the
+ * prescan when it went over the whole text as it arrived, else off the text.
+ */
+export function unacceptableJsonText(text: string, value: unknown, scan?: BodyPrescan): string | null {
+  if (scan?.complete) return scan.mayHoldBadScalars ? unacceptableJson(value) : null
   if (nestedDeeperThan(text, MAX_DEPTH)) return `is nested deeper than ${MAX_DEPTH} levels`
   return MAY_HOLD_BAD_SCALARS.test(text) ? unacceptableJson(value) : null
 }
@@ -133,18 +137,18 @@ function refused(item: Partial<ErrorObject>) {
   return Object.assign(error, { statusCode: 422, validation: [item], validationContext: 'body' })
 }
 
-/** The body's text, decoded while it arrived, and whether its free-form values were measured then. */
+/** The body's text, decoded while it arrived, and the prescan that read it then. */
 const DECODED = Symbol('decodedBody')
-type Decoded = { [DECODED]?: string }
+type Decoded = { [DECODED]?: { text: string; scan: BodyPrescan } }
 
 /**
- * The body as it arrives, passed on unchanged, decoded (strict UTF-8) and fed to the free-form
- * scan chunk by chunk: a value past its cap refuses the request (422) as soon as it shows, and
- * the rest of the body is never read (the early answer closes the connection). The decoded text
- * is kept for the parser, so nothing is decoded or scanned twice. Text that is not UTF-8 is left
- * to the parser, which refuses it.
+ * The body as it arrives, passed on unchanged, decoded (strict UTF-8) and fed to the prescan
+ * chunk by chunk: a value past its cap refuses the request (422) as soon as it shows, and the
+ * rest of the body is never read (the early answer closes the connection). The decoded text and
+ * the scan are kept for the parser, so nothing is decoded or scanned twice. Text that is not
+ * UTF-8 is left to the parser, which refuses it.
  */
-function scanningBody(payload: Readable, scan: FreeFormScan, request: FastifyRequest): Readable {
+function scanningBody(payload: Readable, scan: BodyPrescan, request: FastifyRequest): Readable {
   const decoder = new TextDecoder('utf-8', { fatal: true })
   const texts: string[] = []
   let decoding = true
@@ -169,7 +173,7 @@ function scanningBody(payload: Readable, scan: FreeFormScan, request: FastifyReq
       if (decoding) {
         try {
           texts.push(decoder.decode())
-          ;(request as Decoded)[DECODED] = texts.join('')
+          ;(request as Decoded)[DECODED] = { text: texts.join(''), scan }
         } catch {
           // a sequence cut at the end: the parser refuses it
         }
@@ -183,8 +187,8 @@ function scanningBody(payload: Readable, scan: FreeFormScan, request: FastifyReq
   return payload.pipe(scanned)
 }
 
-const scanFreeFormValues: preParsingHookHandler = (request, _reply, payload, done) => {
-  const scan = freeFormScan(request.method, request.routeOptions.url ?? '')
+const prescanBody: preParsingHookHandler = (request, _reply, payload, done) => {
+  const scan = bodyPrescan(request.method, request.routeOptions.url ?? '')
   // A body the parser will refuse unread (another media type or charset: 415) is not scanned.
   const type = request.headers['content-type']
   if (!scan || !type?.toLowerCase().startsWith('application/json') || !isUtf8ContentType(type))
@@ -202,12 +206,12 @@ const malformed = (why: string) =>
 export default fp(
   async (fastify) => {
     const parseJson = fastify.getDefaultJsonParser('error', 'error')
-    // Operations with capped free-form values measure them as the body arrives.
+    // Operations with capped values measure them as the body arrives.
     fastify.decorateRequest(DECODED as unknown as string, undefined)
     fastify.addHook('onRoute', (route) => {
       const methods = [route.method].flat()
-      if (!methods.some((method) => freeFormScan(method, route.url) !== null)) return
-      route.preParsing = [...[route.preParsing ?? []].flat(), scanFreeFormValues]
+      if (!methods.some((method) => bodyPrescan(method, route.url) !== null)) return
+      route.preParsing = [...[route.preParsing ?? []].flat(), prescanBody]
     })
     const utf8 = new TextDecoder('utf-8', { fatal: true })
     fastify.removeContentTypeParser('application/json')
@@ -221,7 +225,8 @@ export default fp(
       // An operation without a request body (DELETE) ignores an empty one that a client sent
       // with its usual Content-Type.
       if ((body as Buffer).length === 0 && !request.routeOptions.schema?.body) return done(null, undefined)
-      let text = (request as Decoded)[DECODED]
+      const decoded = (request as Decoded)[DECODED]
+      let text = decoded?.text
       if (text === undefined) {
         try {
           text = utf8.decode(body as Buffer)
@@ -229,13 +234,15 @@ export default fp(
           return done(malformed('is not valid UTF-8'), undefined)
         }
       }
-      const url = request.routeOptions.url ?? ''
-      // The free-form values were measured as the body arrived (scanFreeFormValues).
-      const oversize = oversizeTopLevelArray(request.method, url, text)
-      if (oversize) return done(refused(oversize), undefined)
+      // The capped values were measured as the body arrived (prescanBody); a scan that stopped
+      // short (text that is not JSON, or nests too deep) leaves the arrays to count here.
+      if (!decoded?.scan.complete) {
+        const oversize = oversizeTopLevelArray(request.method, request.routeOptions.url ?? '', text)
+        if (oversize) return done(refused(oversize), undefined)
+      }
       parseJson(request, text, (err: Error | null, value?: unknown) => {
         if (err) return done(err, undefined)
-        const problem = unacceptableJsonText(text, value)
+        const problem = unacceptableJsonText(text, value, decoded?.scan)
         if (problem) {
           const found = problem.startsWith('is nested') ? null : locateUnacceptable(value)
           if (!found) return done(malformed(problem), undefined)

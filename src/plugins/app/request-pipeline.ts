@@ -41,9 +41,9 @@ import { addressClient } from '../external/rate-limit.js'
  *                                               REQUEST_BODY_MIN_BYTES_PER_SECOND (src/http/upload-rate.ts)
  *    11. body size             413 COMMON_413   SECURITY_REQUEST_BODY_TOO_LARGE
  *    12. charset               415 COMMON_415   UNSUPPORTED_MEDIA_TYPE: a charset other than UTF-8
- *    13. free-form values      422              size, depth and array caps counted on the text before it is
- *                                               parsed, free-form sizes as it arrives (the rest is then not read;
- *                                               src/validation/array-prescan.ts, free-form-prescan.ts)
+ *    13. capped values         422              free-form sizes and top-level array caps counted on the text
+ *                                               as it arrives (the rest is then not read), depth and scalars
+ *                                               checked at parse time (src/validation/body-prescan.ts)
  *   Fastify validates with the operation's generated validators
  *    14. path, query, headers, body   422       the field's code (src/validation/)
  *   preHandler

@@ -1,0 +1,232 @@
+// Before JSON.parse, one pass over a body's text as it arrives (src/plugins/app/json-body.ts
+// feeds it chunk by chunk) for the bodies whose schema caps a value the parser would have to
+// build first:
+// - a free-form value capped with `x-max-json-bytes` (a telemetry event's `payload` and
+//   `top_results`, an error log's `context`, a conspectus's `cue_sheet`) is measured, and the
+//   first one past its cap refuses the body (422, the keyword's item);
+// - a top-level array capped with `maxItems` is counted, and refused past its cap without
+//   building its items (a 1 MiB array of `{}` is 349,000 objects to allocate);
+// - on the way it notes the nesting depth and whether any string holds a `\u` escape or any
+//   number has 16 digits or an exponent: the parse-time checks (json-body.ts) read these
+//   instead of going over the text again.
+// A refusal comes as soon as the count passes the cap, before the rest of the body is read.
+//
+// The count is a lower bound of the value's compact JSON: its structural characters
+// (`{ } [ ] , :`) outside strings and two quotes per string, all of which its serialization
+// keeps. Members are counted as sent: an object that repeats a key counts each repetition.
+import type { ErrorObject } from 'ajv'
+import { operations, type OperationInfo } from '../../generated/operations.js'
+import { bodySchemaNode, escapePointer, resolve } from './schema-nodes.js'
+import { sizeLimitsOf } from './json-size-limits.js'
+import { closingQuote } from './json-text.js'
+
+/** As the parse-time depth limit (src/plugins/app/json-body.ts). */
+export const MAX_DEPTH = 64
+
+/** The caps at or under one place of a body: a tree with only the branches that lead to one. */
+interface Caps {
+  /** `x-max-json-bytes` of the value here. */
+  maxJsonBytes?: number
+  /** `maxItems` of the array here (top-level properties; deeper ones: the container guard). */
+  maxItems?: number
+  properties: Map<string, Caps>
+  items: Caps | null
+}
+
+const emptyCaps = (): Caps => ({ properties: new Map(), items: null })
+
+function capsOf(schemaName: string): Caps | null {
+  const root = emptyCaps()
+  let any = false
+  const at = (path: string[]) =>
+    path.reduce((node, step) => {
+      if (step === '*') {
+        node.items ??= emptyCaps()
+        return node.items
+      }
+      const child = node.properties.get(step) ?? emptyCaps()
+      node.properties.set(step, child)
+      return child
+    }, root)
+  for (const { path, limit } of sizeLimitsOf(schemaName)) {
+    at(path).maxJsonBytes = limit
+    any = true
+  }
+  for (const [name, node] of Object.entries(bodySchemaNode(schemaName).properties ?? {})) {
+    const maxItems = resolve(node).maxItems
+    if (maxItems === undefined) continue
+    at([name]).maxItems = maxItems
+    any = true
+  }
+  return any ? root : null
+}
+
+const capsByRoute = new Map<string, Caps>()
+for (const op of Object.values(operations as Record<string, OperationInfo>)) {
+  const caps = op.bodySchema ? capsOf(op.bodySchema) : null
+  if (caps) capsByRoute.set(`${op.method} ${op.url}`, caps)
+}
+
+interface Frame {
+  array: boolean
+  /** The caps under this container; null when none can be. */
+  caps: Caps | null
+  /** Objects: the key whose value comes next (decoded only where caps lie under it). */
+  key: string | null
+  /** Arrays: the index of the item being read. */
+  index: number
+  expectKey: boolean
+}
+
+const failure = (pointer: string, keyword: 'x-max-json-bytes' | 'maxItems', limit: number): ErrorObject => ({
+  instancePath: pointer,
+  schemaPath: keyword,
+  keyword,
+  params: { limit },
+  message: keyword === 'maxItems' ? `must NOT have more than ${limit} items` : `must be at most ${limit} bytes as JSON`,
+  data: undefined,
+})
+
+/**
+ * The scan of one body, fed its text as it arrives (chunk by chunk, or whole). A string cut by
+ * the end of a chunk is carried over and scanned again with the next one.
+ */
+export class BodyPrescan {
+  readonly #stack: Frame[] = []
+  readonly #root: Caps
+  // The value being measured: the stack depth it opened at and its cap; its count so far.
+  #measuring: { depth: number; limit: number } | null = null
+  #count = 0
+  #carry = ''
+  /** Digits in a row just read outside strings (a number may go on in the next chunk). */
+  #digits = 0
+  #mayHoldBadScalars = false
+  /** Set once the text is not JSON or nests too deep: the parser answers it, the scan says nothing more. */
+  #stopped = false
+
+  constructor(root: Caps) {
+    this.#root = root
+  }
+
+  /** Whether the scan read the whole text it was fed: then its depth and scalar answers hold. */
+  get complete(): boolean {
+    return !this.#stopped && this.#carry === '' && this.#stack.length === 0
+  }
+
+  /** Whether a string holds a `\u` escape (NUL, a lone surrogate) or a number may be unsafe (16 digits, an exponent). */
+  get mayHoldBadScalars(): boolean {
+    return this.#mayHoldBadScalars
+  }
+
+  /** The failure of the first capped value past its cap, once the text so far shows one. */
+  feed(chunk: string): ErrorObject | null {
+    if (this.#stopped) return null
+    const text = this.#carry + chunk
+    this.#carry = ''
+    // Outside strings a backslash is not JSON; inside one, `\u` is the only way to NUL or a lone surrogate.
+    if (!this.#mayHoldBadScalars && text.includes('\\u')) this.#mayHoldBadScalars = true
+    const stack = this.#stack
+    let measuring = this.#measuring
+    let count = this.#count
+    let digits = this.#digits
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i)
+      if (c <= 0x39 && c >= 0x30) {
+        if (++digits >= 16) this.#mayHoldBadScalars = true
+        continue
+      }
+      if (digits > 0) {
+        if (c === 0x65 || c === 0x45) this.#mayHoldBadScalars = true
+        digits = 0
+      }
+      if (c === 0x22) {
+        const end = closingQuote(text, i)
+        if (end < 0) {
+          // The string goes on in the next chunk.
+          this.#carry = text.slice(i)
+          break
+        }
+        if (measuring) count += 2
+        else {
+          const top = stack[stack.length - 1]
+          if (top && !top.array && top.expectKey) {
+            top.expectKey = false
+            top.key = null
+            // Keys are decoded only where caps lie under them.
+            if (top.caps && top.caps.properties.size > 0) {
+              const raw = text.slice(i + 1, end)
+              if (raw.includes('\\')) {
+                try {
+                  top.key = JSON.parse(text.slice(i, end + 1)) as string
+                } catch {
+                  return this.#stop()
+                }
+              } else top.key = raw
+            }
+          }
+        }
+        i = end
+      } else if (c === 0x7b || c === 0x5b) {
+        // Deeper than any body may nest: the depth check after parsing answers it.
+        if (stack.length >= MAX_DEPTH) return this.#stop()
+        const parent = stack[stack.length - 1]
+        let caps: Caps | null = null
+        if (measuring) count++
+        else if (!parent) caps = this.#root
+        else if (parent.caps) {
+          caps = parent.array
+            ? parent.caps.items
+            : parent.key === null
+              ? null
+              : (parent.caps.properties.get(parent.key) ?? null)
+          if (caps?.maxJsonBytes !== undefined) {
+            measuring = { depth: stack.length, limit: caps.maxJsonBytes }
+            count = 1
+          }
+        }
+        stack.push({ array: c === 0x5b, caps, key: null, index: 0, expectKey: c === 0x7b })
+      } else if (c === 0x7d || c === 0x5d) {
+        if (measuring) {
+          count++
+          if (stack.length - 1 === measuring.depth) measuring = null
+        }
+        stack.pop()
+      } else if (c === 0x2c) {
+        if (measuring) count++
+        const top = stack[stack.length - 1]
+        if (top) {
+          if (!top.array) top.expectKey = true
+          else if (++top.index >= (top.caps?.maxItems ?? Infinity))
+            return failure(this.#pointer(stack.length - 1), 'maxItems', top.caps!.maxItems!)
+        }
+      } else if (c === 0x3a) {
+        if (measuring) count++
+      } else continue
+      if (measuring && count > measuring.limit)
+        return failure(this.#pointer(measuring.depth), 'x-max-json-bytes', measuring.limit)
+    }
+    this.#measuring = measuring
+    this.#count = count
+    this.#digits = digits
+    return null
+  }
+
+  /** The JSON pointer of the container opened at stack depth `depth` (made only for a failure). */
+  #pointer(depth: number): string {
+    let pointer = ''
+    for (const frame of this.#stack.slice(0, depth))
+      pointer += `/${frame.array ? frame.index : escapePointer(frame.key ?? '')}`
+    return pointer
+  }
+
+  #stop(): null {
+    this.#stopped = true
+    return null
+  }
+}
+
+/** A scan for a body of this operation, or null when none of its values has a cap. */
+export function bodyPrescan(method: string, url: string): BodyPrescan | null {
+  const caps = capsByRoute.get(`${method} ${url}`)
+  return caps ? new BodyPrescan(caps) : null
+}
