@@ -86,8 +86,13 @@ export function createConspectusHandlers({
 
     async listDueConspectuses(request) {
       const { system_user_id, system_uuid, as_of, limit } = request.query
-      const owner = await requireOwner(db.repos, { system_user_id, system_uuid })
-      return db.repos.conspectuses.listDue(owner.client_uuid, as_of ? new Date(as_of) : now(), limit ?? 50)
+      const due = await db.repos.conspectuses.listDueOf(
+        { system_user_id, system_uuid },
+        as_of ? new Date(as_of) : now(),
+        limit ?? 50,
+      )
+      if (!due) throw appError('USER_NOT_FOUND')
+      return due
     },
 
     async patchConspectus(request, reply) {

@@ -65,10 +65,30 @@ export function reviewStatement(
     returning 1`
 }
 
+// The response shape (c: conspectuses, u: its owner), spliced into each query as a fragment.
+const RESPONSE_COLUMNS_SQL = `c.conspectus_uuid, u.system_user_id, u.system_uuid, c.title, c.cue_sheet,
+    c.dense_paragraph, c.bullets, c.slot, c.next_review_at, c.last_reviewed_at, c.review_count, c.created_at, c.updated_at`
+
+/**
+ * The learner and its notes due at `asOf`, oldest due first (the conspectuses_due index), as a
+ * statement built but not sent: no row when there is no such learner, one row without a note
+ * when none is due. One statement, so one round trip.
+ */
+export function dueNotesQuery(db: Db, key: UserKey, asOf: Date, limit: number) {
+  return db<(Conspectus | { conspectus_uuid: null })[]>`
+    select ${db.unsafe(RESPONSE_COLUMNS_SQL)}
+    from users u left join lateral (
+      select * from conspectuses
+      where user_id = u.client_uuid and next_review_at <= ${asOf}
+      order by next_review_at, conspectus_uuid
+      limit ${limit}
+    ) c on true
+    where u.system_uuid = ${key.system_uuid} and u.system_user_id = ${key.system_user_id}
+    order by c.next_review_at, c.conspectus_uuid`
+}
+
 export function createConspectusRepository(db: Db) {
-  // The response shape (c: conspectuses, u: its owner), spliced into each query as a fragment.
-  const RESPONSE_COLUMNS = db.unsafe(`c.conspectus_uuid, u.system_user_id, u.system_uuid, c.title, c.cue_sheet,
-    c.dense_paragraph, c.bullets, c.slot, c.next_review_at, c.last_reviewed_at, c.review_count, c.created_at, c.updated_at`)
+  const RESPONSE_COLUMNS = db.unsafe(RESPONSE_COLUMNS_SQL)
 
   return {
     /** Throws MissingParent('user') when the owner was erased after it was read. */
@@ -149,14 +169,11 @@ export function createConspectusRepository(db: Db) {
       return row
     },
 
-    /** Due at `asOf`, oldest due first; served by the conspectuses_due index. */
-    async listDue(userId: string, asOf: Date, limit: number): Promise<Conspectus[]> {
-      return db<Conspectus[]>`
-        select ${RESPONSE_COLUMNS}
-        from conspectuses c join users u on u.client_uuid = c.user_id
-        where c.user_id = ${userId} and c.next_review_at <= ${asOf}
-        order by c.next_review_at, c.conspectus_uuid
-        limit ${limit}`
+    /** The learner's notes due at `asOf` (dueNotesQuery), or undefined when there is no such learner. */
+    async listDueOf(key: UserKey, asOf: Date, limit: number): Promise<Conspectus[] | undefined> {
+      const rows = await dueNotesQuery(db, key, asOf, limit)
+      if (rows.length === 0) return undefined
+      return rows[0]!.conspectus_uuid === null ? [] : (rows as Conspectus[])
     },
 
     /** Slot histogram and due count in one index-only scan. */
