@@ -190,7 +190,7 @@ bench: node_modules build
 bench-cpu: node_modules build
 	taskset -c 1 npx tsx bench/cpu-split.ts
 
-## CPU per request of each stage of the request pipeline (id, auth, rate limit, fairness, parsing, validation, handler, SQL, metrics, serialisation, write...), GET user, a replayed and a new POST, service and ceiling, from V8 profiles attributed by stack (writes bench/stages.md). BENCH_RUNS, BENCH_REQUESTS, BENCH_CONNECTIONS, BENCH_PROFILE_INTERVAL.
+## CPU per request of each stage of the request pipeline (id, auth, rate limit, fairness, parsing, validation, handler, SQL, metrics, serialisation, write...), GET user, a replayed and a new POST, PATCH user, POST review, the due list and the telemetry batch, service and ceiling, from V8 profiles attributed by stack (writes bench/stages.md). BENCH_RUNS, BENCH_REQUESTS, BENCH_CONNECTIONS, BENCH_PROFILE_INTERVAL, BENCH_BASELINE, BENCH_CASES (some cases, printed only).
 bench-stages: node_modules build
 	taskset -c 1 npx tsx bench/stages.ts
 
