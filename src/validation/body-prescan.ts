@@ -18,7 +18,6 @@ import type { ErrorObject } from 'ajv'
 import { operations, type OperationInfo } from '../../generated/operations.js'
 import { bodySchemaNode, escapePointer, resolve } from './schema-nodes.js'
 import { sizeLimitsOf } from './json-size-limits.js'
-import { closingQuote } from './json-text.js'
 
 /** As the parse-time depth limit (src/plugins/app/json-body.ts). */
 export const MAX_DEPTH = 64
@@ -87,9 +86,39 @@ const failure = (pointer: string, keyword: 'x-max-json-bytes' | 'maxItems', limi
   data: undefined,
 })
 
+/** A string the scan is inside of at the end of a chunk. */
+interface OpenString {
+  /** The object frame whose next key this string is, when that key is decoded; its text so far. */
+  keyOf: Frame | null
+  parts: string[]
+  /** Whether the chunk ended on an escaping backslash. */
+  escaped: boolean
+}
+
 /**
- * The scan of one body, fed its text as it arrives (chunk by chunk, or whole). A string cut by
- * the end of a chunk is carried over and scanned again with the next one.
+ * The index of the quote that ends a string whose text resumes at `from` (no escape pending
+ * there), or -1: the first quote after `from` not preceded by an odd run of backslashes.
+ */
+function stringEnd(text: string, from: number): number {
+  for (let end = text.indexOf('"', from); end >= 0; end = text.indexOf('"', end + 1)) {
+    let slashes = 0
+    while (end - 1 - slashes >= from && text.charCodeAt(end - 1 - slashes) === 0x5c) slashes++
+    if (slashes % 2 === 0) return end
+  }
+  return -1
+}
+
+/** Whether string text from `from` to the end of `text` ends on an escaping backslash. */
+function endsEscaped(text: string, from: number): boolean {
+  let slashes = 0
+  while (text.length - 1 - slashes >= from && text.charCodeAt(text.length - 1 - slashes) === 0x5c) slashes++
+  return slashes % 2 === 1
+}
+
+/**
+ * The scan of one body, fed its text as it arrives (chunk by chunk, or whole). Its state carries
+ * over from one chunk to the next (inside a string, a number, a container), so each character is
+ * read once however the body is cut: a body sent a few bytes at a time costs what it costs whole.
  */
 export class BodyPrescan {
   readonly #stack: Frame[] = []
@@ -97,9 +126,12 @@ export class BodyPrescan {
   // The value being measured: the stack depth it opened at and its cap; its count so far.
   #measuring: { depth: number; limit: number } | null = null
   #count = 0
-  #carry = ''
+  /** The string a chunk ended inside of, if any. */
+  #string: OpenString | null = null
   /** Digits in a row just read outside strings (a number may go on in the next chunk). */
   #digits = 0
+  /** Whether the last chunk ended on a backslash (`\u` cut in two). */
+  #backslashLast = false
   #mayHoldBadScalars = false
   /** Set once the text is not JSON or nests too deep: the parser answers it, the scan says nothing more. */
   #stopped = false
@@ -110,7 +142,7 @@ export class BodyPrescan {
 
   /** Whether the scan read the whole text it was fed: then its depth and scalar answers hold. */
   get complete(): boolean {
-    return !this.#stopped && this.#carry === '' && this.#stack.length === 0
+    return !this.#stopped && this.#string === null && this.#stack.length === 0
   }
 
   /** Whether a string holds a `\u` escape (NUL, a lone surrogate) or a number may be unsafe (16 digits, an exponent). */
@@ -119,17 +151,39 @@ export class BodyPrescan {
   }
 
   /** The failure of the first capped value past its cap, once the text so far shows one. */
-  feed(chunk: string): ErrorObject | null {
-    if (this.#stopped) return null
-    const text = this.#carry + chunk
-    this.#carry = ''
+  feed(text: string): ErrorObject | null {
+    if (this.#stopped || text.length === 0) return null
     // Outside strings a backslash is not JSON; inside one, `\u` is the only way to NUL or a lone surrogate.
-    if (!this.#mayHoldBadScalars && text.includes('\\u')) this.#mayHoldBadScalars = true
+    if (!this.#mayHoldBadScalars && (text.includes('\\u') || (this.#backslashLast && text.charCodeAt(0) === 0x75)))
+      this.#mayHoldBadScalars = true
+    this.#backslashLast = text.charCodeAt(text.length - 1) === 0x5c
+    let i = 0
+    const open = this.#string
+    if (open) {
+      // The string the last chunk ended in goes on here.
+      const from = open.escaped ? 1 : 0
+      const end = stringEnd(text, from)
+      if (end < 0) {
+        if (open.keyOf) open.parts.push(text)
+        open.escaped = from < text.length ? endsEscaped(text, from) : false
+        return null
+      }
+      this.#string = null
+      if (open.keyOf) {
+        open.parts.push(text.slice(0, end))
+        if (!this.#takeKey(open.keyOf, open.parts.join(''))) return null
+      }
+      if (this.#measuring) {
+        this.#count += 2
+        if (this.#count > this.#measuring.limit) return this.#oversize()
+      }
+      i = end + 1
+    }
     const stack = this.#stack
     let measuring = this.#measuring
     let count = this.#count
     let digits = this.#digits
-    for (let i = 0; i < text.length; i++) {
+    for (; i < text.length; i++) {
       const c = text.charCodeAt(i)
       if (c <= 0x39 && c >= 0x30) {
         if (++digits >= 16) this.#mayHoldBadScalars = true
@@ -140,31 +194,22 @@ export class BodyPrescan {
         digits = 0
       }
       if (c === 0x22) {
-        const end = closingQuote(text, i)
+        const top = stack[stack.length - 1]
+        // Keys are decoded only where caps lie under them.
+        let keyOf: Frame | null = null
+        if (!measuring && top && !top.array && top.expectKey) {
+          top.expectKey = false
+          top.key = null
+          if (top.caps && top.caps.properties.size > 0) keyOf = top
+        }
+        const end = stringEnd(text, i + 1)
         if (end < 0) {
           // The string goes on in the next chunk.
-          this.#carry = text.slice(i)
+          this.#string = { keyOf, parts: keyOf ? [text.slice(i + 1)] : [], escaped: endsEscaped(text, i + 1) }
           break
         }
+        if (keyOf && !this.#takeKey(keyOf, text.slice(i + 1, end))) return null
         if (measuring) count += 2
-        else {
-          const top = stack[stack.length - 1]
-          if (top && !top.array && top.expectKey) {
-            top.expectKey = false
-            top.key = null
-            // Keys are decoded only where caps lie under them.
-            if (top.caps && top.caps.properties.size > 0) {
-              const raw = text.slice(i + 1, end)
-              if (raw.includes('\\')) {
-                try {
-                  top.key = JSON.parse(text.slice(i, end + 1)) as string
-                } catch {
-                  return this.#stop()
-                }
-              } else top.key = raw
-            }
-          }
-        }
         i = end
       } else if (c === 0x7b || c === 0x5b) {
         // Deeper than any body may nest: the depth check after parsing answers it.
@@ -202,13 +247,35 @@ export class BodyPrescan {
       } else if (c === 0x3a) {
         if (measuring) count++
       } else continue
-      if (measuring && count > measuring.limit)
-        return failure(this.#pointer(measuring.depth), 'x-max-json-bytes', measuring.limit)
+      if (measuring && count > measuring.limit) {
+        this.#measuring = measuring
+        return this.#oversize()
+      }
     }
     this.#measuring = measuring
     this.#count = count
     this.#digits = digits
     return null
+  }
+
+  /** Sets a frame's next key from its raw JSON text; false (the scan stopped) when it is not a JSON string. */
+  #takeKey(frame: Frame, raw: string): boolean {
+    if (!raw.includes('\\')) {
+      frame.key = raw
+      return true
+    }
+    try {
+      frame.key = JSON.parse(`"${raw}"`) as string
+      return true
+    } catch {
+      this.#stop()
+      return false
+    }
+  }
+
+  #oversize(): ErrorObject {
+    const { depth, limit } = this.#measuring!
+    return failure(this.#pointer(depth), 'x-max-json-bytes', limit)
   }
 
   /** The JSON pointer of the container opened at stack depth `depth` (made only for a failure). */

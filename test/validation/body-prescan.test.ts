@@ -54,6 +54,24 @@ t.test('fed in chunks, the scan answers what it answers on the whole text', asyn
   t.equal(bodyPrescan('GET', '/api/v1/user/:system_uuid/:system_user_id'), null, 'no scan without a capped value')
 })
 
+t.test('fed a character at a time, each character is read once and the verdict is the same', async (t) => {
+  // Long strings cut at every character, escapes cut from what they escape, keys cut in two.
+  const texts = [
+    batch(event(`{"s":"${'x'.repeat(70_000)}"}`)),
+    batch(event(`{"s":"${'\\\\'.repeat(2000)}\\"${'y'.repeat(20_000)}"}`)),
+    `{"ev\\u0065nts":[${event(keys(3000))}]}`,
+    batch(event('{"a":1}'), '{"event":"x","query_id":"\\u0000"}'),
+  ]
+  for (const [n, text] of texts.entries()) {
+    const whole = bodyPrescan('POST', BATCH)!
+    const expected = [whole.feed(text), whole.complete, whole.mayHoldBadScalars]
+    const scan = bodyPrescan('POST', BATCH)!
+    let verdict = null
+    for (let at = 0; at < text.length && !verdict; at++) verdict = scan.feed(text[at]!)
+    t.same([verdict, scan.complete, scan.mayHoldBadScalars], expected, `text ${n}`)
+  }
+})
+
 t.test('the prescan counts a capped array, and notes what the parse-time checks need', async (t) => {
   const scanned = (text: string) => {
     const scan = bodyPrescan('POST', BATCH)!
