@@ -65,7 +65,7 @@ const STAGES: [string, RegExp][] = [
   ['CORS', /@fastify\/cors|\/plugins\/external\/cors\./],
   [
     'body parsing (JSON)',
-    /secure-json-parse|\/plugins\/app\/json-body\.|\/plugins\/app\/json-only-bodies\.|array-prescan|body-prescan|\/validation\/json-text\.|fastify\/lib\/content-?[tT]ype-?[pP]arser/,
+    /secure-json-parse|\/plugins\/app\/json-body\.|\/plugins\/app\/json-only-bodies\.|body-prescan|\/validation\/json-text\.|fastify\/lib\/content-?[tT]ype-?[pP]arser/,
   ],
   ['validation (Ajv)', /node_modules\/ajv|\/src\/validation\/|generated\/validators|fastify\/lib\/validation\./],
   ['idempotency (hash, replay)', /\/src\/idempotency\/|safe-stable-stringify/],

@@ -16,7 +16,7 @@
 // keeps. Members are counted as sent: an object that repeats a key counts each repetition.
 import type { ErrorObject } from 'ajv'
 import { operations, type OperationInfo } from '../../generated/operations.js'
-import { bodySchemaNode, escapePointer, resolve } from './schema-nodes.js'
+import { bodySchemaNode, pointerOf, resolve } from './schema-nodes.js'
 import { sizeLimitsOf } from './json-size-limits.js'
 
 /** As the parse-time depth limit (src/plugins/app/json-body.ts). */
@@ -280,10 +280,7 @@ export class BodyPrescan {
 
   /** The JSON pointer of the container opened at stack depth `depth` (made only for a failure). */
   #pointer(depth: number): string {
-    let pointer = ''
-    for (const frame of this.#stack.slice(0, depth))
-      pointer += `/${frame.array ? frame.index : escapePointer(frame.key ?? '')}`
-    return pointer
+    return pointerOf(this.#stack.slice(0, depth).map((frame) => (frame.array ? frame.index : (frame.key ?? ''))))
   }
 
   #stop(): null {

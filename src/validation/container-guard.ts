@@ -4,7 +4,7 @@
 // unknown property of a huge object. A container over its limit makes the rest moot: the guard
 // reports it alone, in time proportional to the schema, not to the input.
 import type { ErrorObject } from 'ajv'
-import { bodySchemaNode, escapePointer, resolve, type SchemaNode } from './schema-nodes.js'
+import { bodySchemaNode, pointerOf, resolve, type SchemaNode } from './schema-nodes.js'
 
 /** Unknown properties reported before the rest of an object is moot (the 422 item cap). */
 const UNKNOWN_PROPERTIES_REPORTED = 50
@@ -52,7 +52,7 @@ const error = (
   data: unknown,
 ): ErrorObject => ({
   // Built only for a failure: a valid body's walk makes no strings.
-  instancePath: path.map((s) => `/${typeof s === 'number' ? s : escapePointer(s)}`).join(''),
+  instancePath: pointerOf(path),
   schemaPath: keyword,
   keyword,
   params,

@@ -3,7 +3,7 @@
 // is a 422 like any other schema failure (and comes before the Idempotency-Key check). Limits
 // are found at any depth, through arrays (`events[*].payload`).
 import type { ErrorObject } from 'ajv'
-import { bodySchemaNode, escapePointer, resolve, type SchemaNode } from './schema-nodes.js'
+import { bodySchemaNode, pointerOf, resolve, type SchemaNode } from './schema-nodes.js'
 
 type Validator = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null }
 /** A property path from the body root; `*` stands for every item of an array. */
@@ -36,7 +36,7 @@ function oversize(data: unknown, { path, limit }: SizeLimit): ErrorObject[] {
       const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8')
       if (bytes > limit) {
         errors.push({
-          instancePath: at.map((s) => `/${typeof s === 'number' ? s : escapePointer(s)}`).join(''),
+          instancePath: pointerOf(at),
           schemaPath: 'x-max-json-bytes',
           keyword: 'x-max-json-bytes',
           params: { limit, bytes },

@@ -24,3 +24,7 @@ export function bodySchemaNode(name: string): SchemaNode {
 }
 
 export const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1')
+
+/** The JSON pointer of a path of property names and item indexes. */
+export const pointerOf = (path: readonly (string | number)[]) =>
+  path.map((s) => `/${typeof s === 'number' ? s : escapePointer(s)}`).join('')

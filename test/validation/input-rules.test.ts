@@ -7,7 +7,7 @@ import { isUtf8ContentType, nestedDeeperThan, unacceptableJsonText } from '../..
 import { echoable, toValidationItems, validationBody } from '../../src/validation/validation-errors.js'
 import { containerGuard } from '../../src/validation/container-guard.js'
 import { sizeLimitsOf } from '../../src/validation/json-size-limits.js'
-import { oversizeTopLevelArray } from '../../src/validation/array-prescan.js'
+import { bodyPrescan } from '../../src/validation/body-prescan.js'
 
 t.test('date-times within years 1..9999 after the offset, real calendar days, no leap second', async (t) => {
   for (const ok of [
@@ -125,12 +125,9 @@ t.test('the container guard reports an oversize array alone, at any depth', asyn
 })
 
 t.test('a top-level array over its maxItems is found on the text, before parsing', async (t) => {
-  const batch = (body: unknown) =>
-    oversizeTopLevelArray(
-      'POST',
-      '/api/v1/telemetry/docs-search/batch',
-      typeof body === 'string' ? body : JSON.stringify(body),
-    )
+  const scan = (url: string, body: unknown) =>
+    bodyPrescan('POST', url)!.feed(typeof body === 'string' ? body : JSON.stringify(body))
+  const batch = (body: unknown) => scan('/api/v1/telemetry/docs-search/batch', body)
   t.match(batch({ events: new Array(501).fill({}) }), {
     keyword: 'maxItems',
     instancePath: '/events',
@@ -143,8 +140,6 @@ t.test('a top-level array over its maxItems is found on the text, before parsing
   )
   t.equal(batch({ 'events"': new Array(600).fill(1), events: [] }), null, 'only the declared key counts')
   t.equal(batch('{"events":[1,2,'), null, 'not JSON: left to the parser')
-  t.equal(oversizeTopLevelArray('POST', '/api/v1/user', '{"a":[1,2,3]}'), null, 'no caps on this body')
-  t.match(oversizeTopLevelArray('POST', '/api/v1/conspectuses', JSON.stringify({ bullets: new Array(51).fill('x') })), {
-    instancePath: '/bullets',
-  })
+  t.equal(bodyPrescan('POST', '/api/v1/user'), null, 'no caps on this body')
+  t.match(scan('/api/v1/conspectuses', { bullets: new Array(51).fill('x') }), { instancePath: '/bullets' })
 })

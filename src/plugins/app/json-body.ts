@@ -2,10 +2,10 @@ import { Transform, type Readable } from 'node:stream'
 import fp from 'fastify-plugin'
 import type { FastifyRequest, preParsingHookHandler } from 'fastify'
 import type { ErrorObject } from 'ajv'
-import { oversizeTopLevelArray } from '../../validation/array-prescan.js'
 import { type BodyPrescan, bodyPrescan, MAX_DEPTH } from '../../validation/body-prescan.js'
 import { closingQuote } from '../../validation/json-text.js'
 import { INPUT_RULE_SCHEMA_PATH, unacceptableNumber, unacceptableString } from '../../validation/input-rules.js'
+import { pointerOf } from '../../validation/schema-nodes.js'
 
 // Arbitrarily deep documents (past MAX_DEPTH) do not survive recursive serializers (refused at
 // parse time as a malformed body, 422 `..._BODY_INVALID`). The string and number rules of
@@ -50,9 +50,6 @@ export function locateUnacceptable(value: unknown): UnacceptableValue | null {
   }
   return null
 }
-
-const pointer = (path: (string | number)[]) =>
-  path.map((s) => `/${String(s).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('')
 
 /** Why a parsed JSON value cannot be accepted, or null. Iterative: no recursion on input. */
 export function unacceptableJson(value: unknown): string | null {
@@ -234,12 +231,7 @@ export default fp(
           return done(malformed('is not valid UTF-8'), undefined)
         }
       }
-      // The capped values were measured as the body arrived (prescanBody); a scan that stopped
-      // short (text that is not JSON, or nests too deep) leaves the arrays to count here.
-      if (!decoded?.scan.complete) {
-        const oversize = oversizeTopLevelArray(request.method, request.routeOptions.url ?? '', text)
-        if (oversize) return done(refused(oversize), undefined)
-      }
+      // The capped values were measured as the body arrived (prescanBody).
       parseJson(request, text, (err: Error | null, value?: unknown) => {
         if (err) return done(err, undefined)
         const problem = unacceptableJsonText(text, value, decoded?.scan)
@@ -248,7 +240,7 @@ export default fp(
           if (!found) return done(malformed(problem), undefined)
           // The bad value is not echoed (`input: null`): it is what could not be accepted.
           const item = {
-            instancePath: pointer(found.path),
+            instancePath: pointerOf(found.path),
             schemaPath: INPUT_RULE_SCHEMA_PATH,
             keyword: found.type,
             params: {},
