@@ -88,8 +88,9 @@ const failure = (pointer: string, keyword: 'x-max-json-bytes' | 'maxItems', limi
 
 /** A string the scan is inside of at the end of a chunk. */
 interface OpenString {
-  /** The object frame whose next key this string is, when that key is decoded; its text so far. */
+  /** The object frame whose next key this string is, when that key is decoded. */
   keyOf: Frame | null
+  /** The key's raw text so far (kept only for a decoded key). */
   parts: string[]
   /** Whether the chunk ended on an escaping backslash. */
   escaped: boolean
