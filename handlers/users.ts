@@ -3,8 +3,8 @@ import { appError } from '../src/errors.js'
 import { randomUUID } from 'node:crypto'
 import type { ReadThenWrite } from '../src/idempotency/index.js'
 import {
+  asKeyConflict,
   asStored,
-  rethrowKeyConflict,
   type User,
   UserKeyConflict,
   type UserChanges,
@@ -67,13 +67,7 @@ function changesWrite(
         statement: userUpdateStatement(sql, { client_uuid: user.client_uuid, version }, changes, at),
       }
     },
-    failed: (err) => {
-      try {
-        rethrowKeyConflict(err)
-      } catch (mapped) {
-        return mapped instanceof UserKeyConflict ? appError('USER_SYSTEM_KEY_CONFLICT') : mapped
-      }
-    },
+    failed: (err) => (asKeyConflict(err) instanceof UserKeyConflict ? appError('USER_SYSTEM_KEY_CONFLICT') : err),
   }
 }
 

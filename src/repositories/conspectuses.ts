@@ -25,6 +25,10 @@ export interface NewConspectus {
 
 export type ConspectusContent = Partial<Pick<NewConspectus, 'title' | 'cue_sheet' | 'dense_paragraph' | 'bullets'>>
 
+// The response shape (c: conspectuses, u: its owner), spliced into each query as a fragment.
+const RESPONSE_COLUMNS_SQL = `c.conspectus_uuid, u.system_user_id, u.system_uuid, c.title, c.cue_sheet,
+    c.dense_paragraph, c.bullets, c.slot, c.next_review_at, c.last_reviewed_at, c.review_count, c.created_at, c.updated_at`
+
 /**
  * A note as its review reads it, with its owner: the owner's columns (none when the owner is
  * missing), the note's response columns (null when it is not the owner's) and its version.
@@ -39,9 +43,7 @@ export type ReviewedNoteRow = Owner & Partial<Conspectus> & { version: string | 
  */
 export function reviewedNoteQuery(db: Db, key: UserKey, conspectusUuid: string) {
   return db<ReviewedNoteRow[]>`
-    select u.client_uuid, u.timezone, u.system_user_id, u.system_uuid, c.conspectus_uuid, c.title, c.cue_sheet,
-           c.dense_paragraph, c.bullets, c.slot, c.next_review_at, c.last_reviewed_at, c.review_count, c.created_at,
-           c.updated_at, c.xmin::text as version
+    select u.client_uuid, u.timezone, ${db.unsafe(RESPONSE_COLUMNS_SQL)}, c.xmin::text as version
     from users u left join conspectuses c on c.user_id = u.client_uuid and c.conspectus_uuid = ${conspectusUuid}
     where u.system_uuid = ${key.system_uuid} and u.system_user_id = ${key.system_user_id}`
 }
@@ -64,10 +66,6 @@ export function reviewStatement(
     where conspectus_uuid = ${note.conspectus_uuid} and user_id = ${note.user_id} and xmin = ${note.version}::text::xid
     returning 1`
 }
-
-// The response shape (c: conspectuses, u: its owner), spliced into each query as a fragment.
-const RESPONSE_COLUMNS_SQL = `c.conspectus_uuid, u.system_user_id, u.system_uuid, c.title, c.cue_sheet,
-    c.dense_paragraph, c.bullets, c.slot, c.next_review_at, c.last_reviewed_at, c.review_count, c.created_at, c.updated_at`
 
 /**
  * The learner and its notes due at `asOf`, oldest due first (the conspectuses_due index), as a

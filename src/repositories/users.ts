@@ -27,14 +27,14 @@ export type UserChanges = Partial<Omit<NewUser, 'system_user_id' | 'system_uuid'
 /** Thrown when a change would give a user another user's natural key. */
 export class UserKeyConflict extends Error {}
 
+/** A statement's failure as UserKeyConflict when it broke the natural key, else the failure itself. */
+export function asKeyConflict(err: unknown): unknown {
+  const { code, constraint_name } = err as { code?: string; constraint_name?: string }
+  return code === '23505' && constraint_name === 'users_system_key' ? new UserKeyConflict('natural key taken') : err
+}
+
 export function rethrowKeyConflict(err: unknown): never {
-  if (
-    (err as { code?: string }).code === '23505' &&
-    (err as { constraint_name?: string }).constraint_name === 'users_system_key'
-  ) {
-    throw new UserKeyConflict('natural key taken')
-  }
-  throw err
+  throw asKeyConflict(err)
 }
 
 /** The UserResponse columns of table users, in SQL. */
@@ -57,14 +57,13 @@ export type VersionedUser = User & { version: string }
 /** The learner by its system key, with the version of its row: a statement built but not sent. */
 export function versionedUserQuery(db: Db, key: UserKey) {
   return db<VersionedUser[]>`
-    select client_uuid, created_at, updated_at, is_row_invalid, invalidation_reason_uuid, system_user_id, system_uuid,
-           username, full_name, timezone, xmin::text as version
+    select ${db.unsafe(USER_COLUMN_LIST)}, xmin::text as version
     from users where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
 }
 
 /**
  * The changes to a learner's row, built but not sent: made if the row is still the version read
- * (one row returned), else nothing (none). Run it through rethrowKeyConflict when it fails.
+ * (one row returned), else nothing (none). Its failure goes through asKeyConflict.
  */
 export function userUpdateStatement(
   db: Db,

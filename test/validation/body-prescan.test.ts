@@ -15,6 +15,22 @@ const batch = (...events: string[]) => `{"events":[${events.join(',')}]}`
 const event = (payload: string) =>
   `{"event":"search_query","query_text":"a \\"quoted\\" \\\\ é ✓","payload":${payload}}`
 
+/** A batch announced as 1 MiB of which only `head` is sent; what the server answers before it closes. */
+function sendUnfinished(port: number, head: string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.write(
+        `POST ${BATCH} HTTP/1.1\r\nHost: x\r\nX-API-Key: scan-key\r\nContent-Type: application/json\r\n` +
+          `Content-Length: 1048576\r\n\r\n${head}`,
+      )
+    })
+    let text = ''
+    socket.on('data', (chunk) => (text += chunk))
+    socket.on('close', () => resolve(text))
+    socket.on('error', reject)
+  })
+}
+
 /** A small deterministic generator: the same splits every run. */
 function splits(seed: number) {
   let state = seed
@@ -118,18 +134,7 @@ t.test('a value past its cap is refused before the rest of the body is sent', as
   const { port } = app.server.address() as net.AddressInfo
   // 64 KiB of a 1 MiB body; the rest is never written.
   const head = batch(event(keys(90_000))).slice(0, 65_536)
-  const answer = await new Promise<string>((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => {
-      socket.write(
-        `POST ${BATCH} HTTP/1.1\r\nHost: x\r\nX-API-Key: scan-key\r\nContent-Type: application/json\r\n` +
-          `Content-Length: 1048576\r\n\r\n${head}`,
-      )
-    })
-    let text = ''
-    socket.on('data', (chunk) => (text += chunk))
-    socket.on('close', () => resolve(text))
-    socket.on('error', reject)
-  })
+  const answer = await sendUnfinished(port, head)
   t.match(answer, /^HTTP\/1\.1 422 /, 'answered 422 with the body unfinished')
   t.match(answer, /connection: close/i, 'and the connection closed')
   t.match(answer, /"code":"TELEMETRY_019"/)
@@ -138,18 +143,7 @@ t.test('a value past its cap is refused before the rest of the body is sent', as
   // 600 events in the first 64 KiB: refused at the 501st, the rest of the body never sent.
   const many = batch(...Array.from({ length: 600 }, () => '{"event":"search_query","emitted_at_ms":1}'))
   t.ok(many.length < 65_536)
-  const refusedArray = await new Promise<string>((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => {
-      socket.write(
-        `POST ${BATCH} HTTP/1.1\r\nHost: x\r\nX-API-Key: scan-key\r\nContent-Type: application/json\r\n` +
-          `Content-Length: 1048576\r\n\r\n${many.slice(0, -2)}`,
-      )
-    })
-    let text = ''
-    socket.on('data', (chunk) => (text += chunk))
-    socket.on('close', () => resolve(text))
-    socket.on('error', reject)
-  })
+  const refusedArray = await sendUnfinished(port, many.slice(0, -2))
   t.match(refusedArray, /^HTTP\/1\.1 422 /, 'an array past its cap: 422 with the body unfinished')
   t.match(refusedArray, /"loc":\["body","events"\]/)
 
