@@ -121,6 +121,82 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/users/{client_uuid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The learner's identity (`client_uuid` of its user answers; UUID). */
+                client_uuid: components["parameters"]["ClientUuidPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a learner by its identity
+         * @description Addressed by the learner's identity (`client_uuid`, as every user answer carries it), so
+         *     it reaches a learner whose `system_uuid` was cleared. Same scope as its twin addressed by
+         *     system key; a key limited to `systems` reaches only a learner whose `system_uuid` is one of
+         *     them: any other learner, one without a system included, is answered as absent (404
+         *     `USER_404`), which tells such a key nothing about learners outside its reach.
+         *
+         *     Business errors: 404 `USER_404` when there is no such learner (or it is outside the key's
+         *     systems).
+         */
+        get: operations["getUserByClientUuid"];
+        put?: never;
+        post?: never;
+        /**
+         * Erase a learner everywhere, by its identity
+         * @description The erasure of `DELETE /api/v1/user/{system_uuid}/{system_user_id}` (one transaction,
+         *     every stored answer about the learner whatever its system was when it was stored, the
+         *     same answer and log line), for a learner addressed by `client_uuid`.
+         *     Addressed by the learner's identity (`client_uuid`, as every user answer carries it), so
+         *     it reaches a learner whose `system_uuid` was cleared. Same scope as its twin addressed by
+         *     system key; a key limited to `systems` reaches only a learner whose `system_uuid` is one of
+         *     them: any other learner, one without a system included, is answered as absent (404
+         *     `USER_404`), which tells such a key nothing about learners outside its reach.
+         *
+         *     Business errors: 404 `USER_404` when there is no such learner (or it is outside the key's
+         *     systems), also when it was erased already.
+         */
+        delete: operations["eraseUserByClientUuid"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{client_uuid}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The learner's identity (`client_uuid` of its user answers; UUID). */
+                client_uuid: components["parameters"]["ClientUuidPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Export everything held about a learner, by its identity
+         * @description The export of `GET /api/v1/user/{system_uuid}/{system_user_id}/export` (one snapshot,
+         *     streamed, the same document and limits), for a learner addressed by `client_uuid`.
+         *     Addressed by the learner's identity (`client_uuid`, as every user answer carries it), so
+         *     it reaches a learner whose `system_uuid` was cleared. Same scope as its twin addressed by
+         *     system key; a key limited to `systems` reaches only a learner whose `system_uuid` is one of
+         *     them: any other learner, one without a system included, is answered as absent (404
+         *     `USER_404`), which tells such a key nothing about learners outside its reach.
+         *
+         *     Business errors: 404 `USER_404` when there is no such learner (or it is outside the key's
+         *     systems).
+         */
+        get: operations["exportUserByClientUuid"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/conspectuses": {
         parameters: {
             query?: never;
@@ -353,6 +429,12 @@ export interface paths {
          * @description Stores 1..500 events in one multi-row insert. Every event is validated before any is
          *     stored: one bad event rejects the batch with 422, and each item's `loc` names the
          *     event's index (for example `["body", "events", 3, "query_len"]`).
+         *
+         *     Safe to retry with an `Idempotency-Key` (optional here): a batch sent again with the
+         *     same key and body is stored once, and the retry answers the first 202 with
+         *     `Idempotent-Replayed: true` (the same key with another body: 409 `COMMON_409`). Without a
+         *     key every request is a new batch: a retry after a lost answer may store the batch
+         *     twice, and the balancer never retries such a request once it reached a replica.
          *
          *     Business errors: none beyond the common ones (401, 403, 413, 415, 422, 429).
          */
@@ -1922,9 +2004,11 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `COMMON_409` (Idempotency-Key reused with a different body) or an entity conflict such as `USER_409`. */
+        /** @description `COMMON_409` (Idempotency-Key reused with a different body; `CONCURRENT_UPDATE`: the write lost every retry to concurrent writes of the same row, nothing was written, retry after `Retry-After` seconds with the same Idempotency-Key) or an entity conflict such as `USER_409`. */
         Conflict: {
             headers: {
+                /** @description Seconds to wait before retrying; sent with `CONCURRENT_UPDATE` only. */
+                "Retry-After"?: number;
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -2018,7 +2102,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The database is unreachable (`COMMON_503` / `SERVICE_UNAVAILABLE`) or the process is overloaded and sheds load (`COMMON_503` / `SERVICE_OVERLOADED`; best-effort telemetry ingest sheds first, from a fraction of the thresholds, other operations past them), which includes a request whose body would take the request bodies in flight past `BODY_BYTES_IN_FLIGHT_MAX` (refused before the body is read; the connection is closed); retry after `Retry-After` seconds. */
+        /** @description The database is unreachable or did not answer within the request's database deadline (`COMMON_503` / `SERVICE_UNAVAILABLE`; no connection within `DATABASE_CONNECTION_WAIT_MS`, or work past that plus `DATABASE_STATEMENT_TIMEOUT_MS`) or the process is overloaded and sheds load (`COMMON_503` / `SERVICE_OVERLOADED`; best-effort telemetry ingest sheds first, from a fraction of the thresholds, other operations past them), which includes a request whose body would take the request bodies in flight past `BODY_BYTES_IN_FLIGHT_MAX` (refused before the body is read; the connection is closed); retry after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2099,10 +2183,18 @@ export interface components {
          */
         IdempotencyKey: string;
         /**
+         * @description Optional on this write: 1..128 printable ASCII characters, unique per intended write.
+         *     With it, a repeat is stored once and answered with the first answer; without it, every
+         *     request is a new write. Malformed: 400 `COMMON_400`/`IDEMPOTENCY_KEY_INVALID`.
+         */
+        OptionalIdempotencyKey: string;
+        /**
          * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
          *     printable ASCII is replaced by a generated UUID, never rejected.
          */
         RequestId: string;
+        /** @description The learner's identity (`client_uuid` of its user answers; UUID). */
+        ClientUuidPath: string;
         /** @description Id of the source system (UUID). */
         SystemUuidPath: string;
         /** @description Id of the user in the source system, 1..36 characters. */
@@ -2453,6 +2545,141 @@ export interface operations {
                 system_uuid: components["parameters"]["SystemUuidPath"];
                 /** @description Id of the user in the source system, 1..36 characters. */
                 system_user_id: components["parameters"]["SystemUserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The learner's data. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserExport"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getUserByClientUuid: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The learner's identity (`client_uuid` of its user answers; UUID). */
+                client_uuid: components["parameters"]["ClientUuidPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserResponse"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    eraseUserByClientUuid: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The learner's identity (`client_uuid` of its user answers; UUID). */
+                client_uuid: components["parameters"]["ClientUuidPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The learner is erased. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserErased"];
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    exportUserByClientUuid: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
+                 *     printable ASCII is replaced by a generated UUID, never rejected.
+                 */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The learner's identity (`client_uuid` of its user answers; UUID). */
+                client_uuid: components["parameters"]["ClientUuidPath"];
             };
             cookie?: never;
         };
@@ -3081,6 +3308,12 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description Optional on this write: 1..128 printable ASCII characters, unique per intended write.
+                 *     With it, a repeat is stored once and answered with the first answer; without it, every
+                 *     request is a new write. Malformed: 400 `COMMON_400`/`IDEMPOTENCY_KEY_INVALID`.
+                 */
+                "Idempotency-Key"?: components["parameters"]["OptionalIdempotencyKey"];
+                /**
                  * @description Correlation id echoed in the response header `X-Request-Id`. A value that is not 1..128
                  *     printable ASCII is replaced by a generated UUID, never rejected.
                  */
@@ -3104,6 +3337,8 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Idempotency-Key": components["headers"]["Idempotency-Key"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3114,6 +3349,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];

@@ -14,7 +14,10 @@ export const errorCatalogue = [
     "status": 400,
     "source": "business",
     "message": "The Idempotency-Key header must be 1 to 128 printable ASCII characters.",
-    "operations": "idempotent"
+    "operations": [
+      "idempotent",
+      "ingestDocsSearchEventBatch"
+    ]
   },
   {
     "code": "COMMON_400",
@@ -97,7 +100,10 @@ export const errorCatalogue = [
     "status": 409,
     "source": "business",
     "message": "This Idempotency-Key was already used with a different request body.",
-    "operations": "idempotent"
+    "operations": [
+      "idempotent",
+      "ingestDocsSearchEventBatch"
+    ]
   },
   {
     "code": "COMMON_409",
@@ -106,6 +112,18 @@ export const errorCatalogue = [
     "source": "business",
     "message": "A request with this Idempotency-Key is still in progress.",
     "operations": "idempotent"
+  },
+  {
+    "code": "COMMON_409",
+    "key": "CONCURRENT_UPDATE",
+    "status": 409,
+    "source": "business",
+    "message": "Concurrent writes changed this resource on every attempt; nothing was written. Retry after the number of seconds in Retry-After.",
+    "operations": [
+      "updateUserBySystemUserId",
+      "patchUserBySystemUserId",
+      "reviewConspectus"
+    ]
   },
   {
     "code": "COMMON_413",
@@ -226,7 +244,10 @@ export const errorCatalogue = [
       "listConspectuses",
       "deleteConspectus",
       "exportUser",
-      "eraseUser"
+      "eraseUser",
+      "getUserByClientUuid",
+      "exportUserByClientUuid",
+      "eraseUserByClientUuid"
     ]
   },
   {

@@ -6,6 +6,7 @@ export interface OperationInfo {
   bodySchema: string | null
   validationGroup: string | null
   idempotent: boolean
+  idempotencyKeyOptional: boolean
   public: boolean
   scopes: readonly string[]
   uuidPathParams: readonly string[]
@@ -22,6 +23,7 @@ export const operations = {
     "bodySchema": "UserCreateRequest",
     "validationGroup": "user_create",
     "idempotent": true,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "users:write"
@@ -54,6 +56,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "users:read"
@@ -86,6 +89,7 @@ export const operations = {
     "bodySchema": "UserUpdateRequest",
     "validationGroup": "user_update",
     "idempotent": true,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "users:write"
@@ -122,6 +126,7 @@ export const operations = {
     "bodySchema": "UserPatchRequest",
     "validationGroup": "user_update",
     "idempotent": true,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "users:write"
@@ -158,6 +163,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "users:erase"
@@ -190,6 +196,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "users:export"
@@ -215,6 +222,99 @@ export const operations = {
       "503": "ServiceUnavailable"
     }
   },
+  "getUserByClientUuid": {
+    "method": "GET",
+    "path": "/api/v1/users/{client_uuid}",
+    "url": "/api/v1/users/:client_uuid",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "idempotencyKeyOptional": false,
+    "public": false,
+    "scopes": [
+      "users:read"
+    ],
+    "uuidPathParams": [
+      "client_uuid"
+    ],
+    "systemUuidIn": [],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "404": "NotFound",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "eraseUserByClientUuid": {
+    "method": "DELETE",
+    "path": "/api/v1/users/{client_uuid}",
+    "url": "/api/v1/users/:client_uuid",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "idempotencyKeyOptional": false,
+    "public": false,
+    "scopes": [
+      "users:erase"
+    ],
+    "uuidPathParams": [
+      "client_uuid"
+    ],
+    "systemUuidIn": [],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "404": "NotFound",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
+  "exportUserByClientUuid": {
+    "method": "GET",
+    "path": "/api/v1/users/{client_uuid}/export",
+    "url": "/api/v1/users/:client_uuid/export",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "idempotencyKeyOptional": false,
+    "public": false,
+    "scopes": [
+      "users:export"
+    ],
+    "uuidPathParams": [
+      "client_uuid"
+    ],
+    "systemUuidIn": [],
+    "served": true,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "401": "Unauthorized",
+      "403": "Forbidden",
+      "404": "NotFound",
+      "408": "RequestTimeout",
+      "422": "ValidationFailed",
+      "429": "TooManyRequests",
+      "431": "RequestHeadersTooLarge",
+      "500": "InternalError",
+      "503": "ServiceUnavailable"
+    }
+  },
   "listConspectuses": {
     "method": "GET",
     "path": "/api/v1/conspectuses",
@@ -222,6 +322,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "study:read"
@@ -252,6 +353,7 @@ export const operations = {
     "bodySchema": "ConspectusCreateRequest",
     "validationGroup": "conspectus_create",
     "idempotent": true,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "study:write"
@@ -285,6 +387,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "study:read"
@@ -315,6 +418,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "study:read"
@@ -347,6 +451,7 @@ export const operations = {
     "bodySchema": "ConspectusPatchRequest",
     "validationGroup": "conspectus_patch",
     "idempotent": true,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "study:write"
@@ -382,6 +487,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "study:write"
@@ -414,6 +520,7 @@ export const operations = {
     "bodySchema": "ConspectusReviewRequest",
     "validationGroup": "conspectus_review",
     "idempotent": true,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "study:write"
@@ -449,6 +556,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "study:read"
@@ -479,6 +587,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "study:read"
@@ -509,6 +618,7 @@ export const operations = {
     "bodySchema": "ErrorLogCreateRequest",
     "validationGroup": "errlog_create",
     "idempotent": true,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "study:write"
@@ -542,6 +652,7 @@ export const operations = {
     "bodySchema": "DocsSearchTelemetryIngestRequest",
     "validationGroup": "telemetry_event",
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "telemetry:ingest"
@@ -571,6 +682,7 @@ export const operations = {
     "bodySchema": "DocsSearchTelemetryBatchRequest",
     "validationGroup": "telemetry_batch",
     "idempotent": false,
+    "idempotencyKeyOptional": true,
     "public": false,
     "scopes": [
       "telemetry:ingest"
@@ -584,6 +696,7 @@ export const operations = {
       "401": "Unauthorized",
       "403": "Forbidden",
       "408": "RequestTimeout",
+      "409": "Conflict",
       "413": "PayloadTooLarge",
       "415": "UnsupportedMediaType",
       "422": "ValidationFailed",
@@ -600,6 +713,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "telemetry:read"
@@ -627,6 +741,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "telemetry:read"
@@ -654,6 +769,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "telemetry:read"
@@ -681,6 +797,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "telemetry:read"
@@ -708,6 +825,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "telemetry:read"
@@ -735,6 +853,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "telemetry:read"
@@ -762,6 +881,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "telemetry:erase"
@@ -789,6 +909,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "keys:admin"
@@ -816,6 +937,7 @@ export const operations = {
     "bodySchema": "ApiKeyCreateRequest",
     "validationGroup": "api_key_create",
     "idempotent": true,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "keys:admin"
@@ -846,6 +968,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "keys:admin"
@@ -874,6 +997,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "keys:admin"
@@ -902,6 +1026,7 @@ export const operations = {
     "bodySchema": "ApiKeyRollRequest",
     "validationGroup": "api_key_roll",
     "idempotent": true,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "keys:admin"
@@ -933,6 +1058,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": false,
     "scopes": [
       "keys:admin"
@@ -960,6 +1086,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": true,
     "scopes": [],
     "uuidPathParams": [],
@@ -980,6 +1107,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": true,
     "scopes": [],
     "uuidPathParams": [],
@@ -1001,6 +1129,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": true,
     "scopes": [],
     "uuidPathParams": [],
@@ -1020,6 +1149,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": true,
     "scopes": [],
     "uuidPathParams": [],

@@ -80,7 +80,7 @@ export function createConspectusHandlers({
             created_at: at,
           }),
         )
-        return { status: 201, body: conspectus }
+        return { status: 201, body: conspectus, learner: owner.client_uuid }
       })
     },
 
@@ -105,7 +105,7 @@ export function createConspectusHandlers({
       return answerIdempotently(request, reply, ownerRead(db, body), async ({ repos }, owner) => {
         const updated = await repos.conspectuses.updateContent(owner.client_uuid, conspectus_uuid, content, now())
         if (!updated) throw appError('CONSPECTUS_NOT_FOUND')
-        return { status: 200, body: updated }
+        return { status: 200, body: updated, learner: owner.client_uuid }
       })
     },
 
@@ -132,6 +132,7 @@ export function createConspectusHandlers({
           return {
             status: 200,
             body: reviewed,
+            learner: note.owner.client_uuid,
             statement: reviewStatement(
               db.sql,
               { user_id: note.owner.client_uuid, conspectus_uuid: note.row.conspectus_uuid, version: note.version },

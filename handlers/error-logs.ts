@@ -24,7 +24,7 @@ export function createErrorLogHandlers({
             context: body.context ?? null,
           }),
         )
-        return { status: 201, body: entry }
+        return { status: 201, body: entry, learner: owner.client_uuid }
       })
     },
 

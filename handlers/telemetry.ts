@@ -9,6 +9,7 @@ type TelemetryOperations =
 
 export function createTelemetryHandlers({
   db,
+  answerIdempotently,
   now,
   refreshAnalytics,
 }: HandlerDeps): ServiceHandlers<TelemetryOperations> {
@@ -19,8 +20,16 @@ export function createTelemetryHandlers({
     },
 
     async ingestDocsSearchEventBatch(request, reply) {
-      // The whole batch passed validation before this point; one INSERT stores it.
-      const accepted = await db.repos.telemetry.append(request.body.events)
+      // The whole batch passed validation before this point; one INSERT stores it. With an
+      // Idempotency-Key (optional here) the INSERT and the stored answer are one transaction,
+      // so a retried batch is stored once and answered with the first 202.
+      const events = request.body.events
+      if (request.headers['idempotency-key'] !== undefined)
+        return answerIdempotently(request, reply, async ({ repos }) => ({
+          status: 202,
+          body: { accepted: await repos.telemetry.append(events) },
+        }))
+      const accepted = await db.repos.telemetry.append(events)
       return reply.code(202).send({ accepted })
     },
 

@@ -5,6 +5,7 @@ import type { ApiKeyRegistry } from '../src/auth/api-keys.js'
 import type { StoredKeySync } from '../src/auth/stored-key-sync.js'
 import type { Config } from '../src/config.js'
 import type { Sql } from '../src/db/client.js'
+import type { ExportPool } from '../src/repositories/learner-export.js'
 import type { AnswerIdempotently } from '../src/idempotency/index.js'
 import type { Repositories } from '../src/repositories/index.js'
 
@@ -36,12 +37,14 @@ export type ServiceHandlers<Ops extends OperationName> = { [Op in Ops]: Operatio
 export interface HandlerDatabase {
   sql: Sql
   repos: Repositories
+  /** The pool as learner exports take it (their bounded share of its connections). */
+  exportPool: ExportPool
   /** Several statements as one transaction, with repositories bound to it. */
   transaction<R>(work: (tx: { repos: Repositories }) => Promise<R>): Promise<R>
 }
 
 export interface HandlerDeps {
-  config: Pick<Config, 'appEnv' | 'telemetryMinSessions' | 'bodyLimitBytes' | 'client'>
+  config: Pick<Config, 'appEnv' | 'telemetryMinSessions' | 'bodyLimitBytes' | 'client' | 'export'>
   db: HandlerDatabase
   /** The key registry (configured ids) and the sync of stored keys (a change applies here at once). */
   apiKeys: { registry: Pick<ApiKeyRegistry, 'isConfiguredId'>; sync: Pick<StoredKeySync, 'changed'> }

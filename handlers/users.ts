@@ -64,6 +64,7 @@ function changesWrite(
       return {
         status: 200,
         body: { ...user, ...asStored(changes), updated_at: at } as User,
+        learner: user.client_uuid,
         statement: userUpdateStatement(sql, { client_uuid: user.client_uuid, version }, changes, at),
       }
     },
@@ -94,7 +95,12 @@ export function createUserHandlers({ db, answerIdempotently, now }: HandlerDeps)
             full_name: body.full_name,
             timezone: body.timezone ?? 'UTC',
           })
-          return { status: 201 as const, body: user, statement: userInsertStatement(db.sql, user) }
+          return {
+            status: 201 as const,
+            body: user,
+            learner: user.client_uuid,
+            statement: userInsertStatement(db.sql, user),
+          }
         },
       })
     },

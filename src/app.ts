@@ -34,6 +34,7 @@ import routesPlugin from './plugins/external/routes.js'
 import contractStatesPlugin from './plugins/app/contract-states.js'
 import { createIdempotency } from './idempotency/index.js'
 import { createServiceHandlers } from '../handlers/index.js'
+import { withDatabaseDeadlines } from './db/request-deadlines.js'
 import type { Tracing } from './tracing/index.js'
 
 export interface AppOptions {
@@ -110,7 +111,10 @@ export async function buildApp({
   await app.register(requestLogPlugin)
   await app.register(errorHandlerPlugin)
   await app.register(metricsPlugin)
-  await app.register(databasePlugin, { sql: tracing ? tracing.traceSql(sql) : sql })
+  await app.register(databasePlugin, {
+    sql: tracing ? tracing.traceSql(sql) : sql,
+    exportMaxConnections: config.export.maxConnections,
+  })
   await app.register(idempotencyPurgePlugin)
   await app.register(telemetryLifecyclePlugin, { now: now ?? (() => new Date()) })
   await app.register(analyticsRollupPlugin, { intervalMs: config.analyticsRefreshIntervalMs })
@@ -123,7 +127,8 @@ export async function buildApp({
   await app.register(docsPlugin)
   await app.register(analyticsPagePlugin)
   app.decorate('draining', false)
-  const serviceHandlers = createServiceHandlers({
+  // Every handler's database work within the request's deadline (src/db/deadline.ts).
+  const serviceHandlers = withDatabaseDeadlines(config.databaseDeadlines, createServiceHandlers({
     config,
     db: app.db,
     apiKeys: app.apiKeys,
@@ -133,7 +138,7 @@ export async function buildApp({
     refreshAnalytics: () =>
       void app.analyticsRollup.refresh().catch((err) => app.log.warn({ err }, 'analytics rollup refresh failed')),
     now: now ?? (() => new Date()),
-  })
+  }))
   await app.register(routesPlugin, { serviceHandlers })
   await app.register(contractStatesPlugin)
   return app

@@ -12,6 +12,20 @@ export interface Config {
   databaseUrl: string | null
   /** PostgreSQL connections of the pool (DATABASE_POOL_MAX); one more listens for key changes. */
   databasePoolMax: number
+  /** A request's database deadlines; see src/db/deadline.ts. */
+  databaseDeadlines: {
+    /** DATABASE_CONNECTION_WAIT_MS: the longest a request waits for a connection of its own. */
+    connectionWaitMs: number
+    /** DATABASE_STATEMENT_TIMEOUT_MS: each statement's statement_timeout. */
+    statementTimeoutMs: number
+  }
+  /** Learner exports: how many may hold a connection at once, and how long a stalled reader keeps one. */
+  export: {
+    /** EXPORT_MAX_CONNECTIONS: connections exports may hold at once (fewer than the pool's). */
+    maxConnections: number
+    /** EXPORT_WRITE_TIMEOUT_MS: an export whose reader takes nothing for this long is cut. */
+    writeTimeoutMs: number
+  }
   /** Plain secrets from API_KEYS: full-access keys. */
   apiKeys: string[]
   /** Entries of API_KEYS_FILE (ids, SHA-256 secrets, scopes, systems, rate limits, expiry). */
@@ -178,12 +192,32 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `TELEMETRY_RETENTION_DAYS must be at least ${LONGEST_KPI_WINDOW_DAYS} (the longest KPI window), got "${env.TELEMETRY_RETENTION_DAYS}"`,
     )
   }
+  const databasePoolMax = integer(env, 'DATABASE_POOL_MAX', 10, 1, 1000)
+  // Exports stream for as long as their reader reads: they may hold at most this many of the
+  // pool's connections, always fewer than all of them (none on a pool of one: PGlite).
+  const exportMaxConnections = integer(env, 'EXPORT_MAX_CONNECTIONS', Math.min(2, databasePoolMax - 1), 0, 1000)
+  if (databasePoolMax > 1 && (exportMaxConnections < 1 || exportMaxConnections >= databasePoolMax))
+    throw new ConfigError(
+      `EXPORT_MAX_CONNECTIONS must be from 1 to DATABASE_POOL_MAX - 1 (${databasePoolMax - 1}), got "${env.EXPORT_MAX_CONNECTIONS}"`,
+    )
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: env.HOST || '127.0.0.1',
     databaseUrl,
     // Per replica: replicas × (this + 1, the key-change listener) must stay under PostgreSQL's max_connections (PGlite: 1).
-    databasePoolMax: integer(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
+    databasePoolMax,
+    databaseDeadlines: {
+      // Long enough to ride out a failover's gap (about 1.2 s measured with the bounded
+      // reconnect backoff), short enough that a caller hears 503 before its own timeout.
+      connectionWaitMs: integer(env, 'DATABASE_CONNECTION_WAIT_MS', 2000, 1, 600_000),
+      // The service's statements take milliseconds; the slowest (telemetry KPIs over a week)
+      // tens of them.
+      statementTimeoutMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 5000, 1, 600_000),
+    },
+    export: {
+      maxConnections: Math.max(1, exportMaxConnections),
+      writeTimeoutMs: integer(env, 'EXPORT_WRITE_TIMEOUT_MS', 10_000, 100, 600_000),
+    },
     // The development key only when no key is configured at all (APP_ENV=dev).
     apiKeys: apiKeys.length > 0 || apiKeyEntries.length > 0 ? apiKeys : [DEV_API_KEY],
     apiKeyEntries,

@@ -14,7 +14,10 @@ async function main(config: Config) {
   const tracing = await startTracing()
   let embedded: EmbeddedDatabase | undefined
   if (!config.databaseUrl) embedded = await startEmbeddedDatabase(config.dataDir)
-  const sql = createClient(config.databaseUrl ?? embedded!.url, { max: embedded ? 1 : config.databasePoolMax })
+  const sql = createClient(config.databaseUrl ?? embedded!.url, {
+    max: embedded ? 1 : config.databasePoolMax,
+    statementTimeoutMs: config.databaseDeadlines.statementTimeoutMs,
+  })
   await migrate(sql)
 
   const app = await buildApp({ config, sql, tracing, listenForKeyChanges: !embedded })

@@ -91,6 +91,7 @@ for (const [route, item] of Object.entries<any>(spec.paths)) {
       bodySchema: bodyRef ? refName(bodyRef) : null,
       validationGroup: op['x-validation-group'] ?? null,
       idempotent: params.includes('IdempotencyKey'),
+      idempotencyKeyOptional: params.includes('OptionalIdempotencyKey'),
       public: isPublic,
       scopes,
       // Path parameters that are UUIDs: canonical (lower-case) in idempotency scopes.
@@ -114,7 +115,7 @@ for (const [route, item] of Object.entries<any>(spec.paths)) {
 await writeFile(
   path.join(out, 'operations.ts'),
   banner +
-    `export interface OperationInfo {\n  method: string\n  path: string\n  url: string\n  bodySchema: string | null\n  validationGroup: string | null\n  idempotent: boolean\n  public: boolean\n  scopes: readonly string[]\n  uuidPathParams: readonly string[]\n  systemUuidIn: readonly ('path' | 'query' | 'body')[]\n  served: boolean\n  responses: Record<string, string | null>\n}\n\n` +
+    `export interface OperationInfo {\n  method: string\n  path: string\n  url: string\n  bodySchema: string | null\n  validationGroup: string | null\n  idempotent: boolean\n  idempotencyKeyOptional: boolean\n  public: boolean\n  scopes: readonly string[]\n  uuidPathParams: readonly string[]\n  systemUuidIn: readonly ('path' | 'query' | 'body')[]\n  served: boolean\n  responses: Record<string, string | null>\n}\n\n` +
     `export const operations = ${JSON.stringify(operations, null, 2)} as const satisfies Record<string, OperationInfo>\n\n` +
     `export type OperationId = keyof typeof operations\n`,
 )

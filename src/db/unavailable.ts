@@ -14,6 +14,8 @@ const NETWORK_CODES = new Set([
   'CONNECTION_CLOSED',
   'CONNECTION_ENDED',
   'CONNECTION_DESTROYED',
+  // src/db/deadline.ts: the request's database work passed its deadline (or waited too long for a connection).
+  'DATABASE_DEADLINE_EXCEEDED',
 ])
 
 export function isDatabaseUnavailable(err: unknown): boolean {

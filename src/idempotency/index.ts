@@ -15,13 +15,17 @@
 // A write decided from its read alone (ReadThenWrite: a review; POST, PUT and PATCH of a learner) skips
 // the transaction: its read returns the row with its version, and its write and the record are one
 // statement that writes only while the row is still that version; a row changed in between
-// writes nothing, and the lookup and the decision are made again (docs/idempotency.md).
+// writes nothing, and the lookup and the decision are made again after a short jittered pause
+// (docs/idempotency.md); a write that loses MAX_DECISIONS times answers 409 CONCURRENT_UPDATE with
+// Retry-After, never the "key in progress" code: its key was never in use.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { PendingQuery, Row } from 'postgres'
 import type { Db } from '../db/client.js'
+import { bounded, type DeadlineReason } from '../db/deadline.js'
 import { AppError, appError } from '../errors.js'
 import { idempotencyKeyError } from './key.js'
 import {
+  type AnswerToStore,
   answerRecord,
   deleteExpired,
   findAnswer,
@@ -40,6 +44,8 @@ export interface WriteResult<T> {
   body: T
   /** Fields sent in this answer only and never stored (a new secret): a replay answers `body` alone. */
   shownOnce?: Partial<T>
+  /** The learner the answer is about (users.client_uuid), stored with it so that erasure finds it. */
+  learner?: string
 }
 
 /**
@@ -75,6 +81,17 @@ export interface ReadThenWrite<R, Q extends Row, T> extends Partial<Read<R, Q>> 
   unwritten?(): unknown
 }
 
+/** Retry-After of a write that lost every decision to concurrent writes of its row. */
+export const CONCURRENT_UPDATE_RETRY_AFTER_SECONDS = 1
+
+/**
+ * The wait before deciding again after a concurrent write changed the row: random ("full
+ * jitter") up to a bound that doubles with each lost decision, at most 40 ms, so that writers
+ * who collided do not collide again in step.
+ */
+const contentionPause = (lost: number) =>
+  new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2 * 2 ** lost, 40)))
+
 /** The label of a write in one statement in db_operation_duration_seconds. */
 const WRITE_OPERATION = 'idempotency.writeWithAnswer'
 
@@ -99,6 +116,8 @@ export interface AnswerIdempotently<Tx> {
  */
 export interface IdempotencyDatabase<Tx extends { sql: Db }> {
   sql: Db
+  /** Counts a request's database work cut at its deadline (each statement here is bounded by it). */
+  usage?: { countDeadline(reason: DeadlineReason): void }
   transaction<R>(work: (tx: Tx) => Promise<R>, close: (tx: Tx, result: R) => PendingQuery<Row[]>): Promise<R>
 }
 
@@ -110,16 +129,12 @@ export function createIdempotency<Tx extends { sql: Db }>(
   ttlHours: number,
   observe: ObserveStatement = () => {},
 ): AnswerIdempotently<Tx> {
-  const timedWrite = async (
-    statement: PendingQuery<Row[]>,
-    who: RecordKey,
-    hash: string,
-    status: number,
-    json: string,
-  ) => {
+  const countDeadline = db.usage?.countDeadline ?? (() => {})
+  const inTime = <V>(call: Promise<V>) => bounded(call, countDeadline)
+  const timedWrite = async (statement: PendingQuery<Row[]>, who: RecordKey, answer: AnswerToStore) => {
     const started = performance.now()
     try {
-      return await writeWithAnswer(db.sql, statement, who, hash, status, json, ttlHours)
+      return await inTime(writeWithAnswer(db.sql, statement, who, answer, ttlHours))
     } finally {
       observe(WRITE_OPERATION, (performance.now() - started) / 1000)
     }
@@ -166,25 +181,30 @@ export function createIdempotency<Tx extends { sql: Db }>(
       for (let decision = 1; decision <= MAX_DECISIONS; decision++) {
         let read: R | undefined
         if (plan.query) {
-          const row = await lookupWith(db.sql, who, plan.query)
+          const row = await inTime(lookupWith(db.sql, who, plan.query))
           if (row.status_code !== null) return replay(row as StoredAnswer)
           read = plan.take!(row.read_found ? (row as Row) : undefined)
         } else {
-          const stored = await findAnswer(db.sql, who)
+          const stored = await inTime(findAnswer(db.sql, who))
           if (stored) return replay(stored)
         }
         const decided = plan.write(read as R)
         const json = serialize(decided.status, decided.body)
         let wrote: boolean
         try {
-          wrote = await timedWrite(decided.statement, who, hash, decided.status, json)
+          wrote = await timedWrite(decided.statement, who, {
+            hash,
+            status: decided.status,
+            json,
+            learner: decided.learner,
+          })
         } catch (err) {
           if (!isKeyTaken(err)) throw plan.failed ? plan.failed(err) : err
           // A record holds the triple: a twin's answer, or an expired one the purge has not
           // reached (removed: the next decision writes).
-          const winner = await findAnswer(db.sql, who)
+          const winner = await inTime(findAnswer(db.sql, who))
           if (winner) return replay(winner)
-          if (removedExpired || !(await deleteExpired(db.sql, who))) throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
+          if (removedExpired || !(await inTime(deleteExpired(db.sql, who)))) throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
           removedExpired = true
           continue
         }
@@ -195,22 +215,24 @@ export function createIdempotency<Tx extends { sql: Db }>(
             false,
           )
         if (plan.unwritten) {
-          const winner = await findAnswer(db.sql, who)
+          const winner = await inTime(findAnswer(db.sql, who))
           if (winner) return replay(winner)
           throw plan.unwritten()
         }
+        if (decision < MAX_DECISIONS) await contentionPause(decision)
       }
-      throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
+      // Every decision lost to another write of the same row: the key is not in use, the row is.
+      throw appError('CONCURRENT_UPDATE', { 'retry-after': String(CONCURRENT_UPDATE_RETRY_AFTER_SECONDS) })
     }
     if (typeof readOrWork !== 'function' && 'write' in readOrWork) return inOneStatement(readOrWork)
 
     let work: (tx: Tx) => Promise<WriteResult<T>>
     if (typeof readOrWork === 'function') {
-      const stored = await findAnswer(db.sql, who)
+      const stored = await inTime(findAnswer(db.sql, who))
       if (stored) return replay(stored)
       work = readOrWork
     } else {
-      const row = await lookupWith(db.sql, who, readOrWork.query)
+      const row = await inTime(lookupWith(db.sql, who, readOrWork.query))
       if (row.status_code !== null) return replay(row as StoredAnswer)
       const read = readOrWork.take(row.read_found ? (row as Row) : undefined)
       work = (tx) => workAfterRead!(tx, read)
@@ -222,9 +244,9 @@ export function createIdempotency<Tx extends { sql: Db }>(
           const result = await work(tx)
           const json = serialize(result.status, result.body)
           const sent = result.shownOnce ? serialize(result.status, { ...result.body, ...result.shownOnce }) : json
-          return { status: result.status, json, sent }
+          return { status: result.status, json, sent, learner: result.learner }
         },
-        (tx, answer) => answerRecord(tx.sql, who, hash, answer.status, answer.json, ttlHours),
+        (tx, answer) => answerRecord(tx.sql, who, { hash, ...answer }, ttlHours),
       )
 
     for (let attempt = 1; ; attempt++) {
@@ -233,12 +255,12 @@ export function createIdempotency<Tx extends { sql: Db }>(
         return send(answer.status, answer.sent, false)
       } catch (err) {
         if (!isKeyTaken(err) && !(err instanceof AppError)) throw err
-        const winner = await findAnswer(db.sql, who)
+        const winner = await inTime(findAnswer(db.sql, who))
         if (winner) return replay(winner)
         if (!isKeyTaken(err)) throw err
         // No answer, yet a record held the triple: an expired one (gone now, so write again), or
         // one that expired after it made this write wait (the client may retry).
-        if (attempt > 1 || !(await deleteExpired(db.sql, who))) throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
+        if (attempt > 1 || !(await inTime(deleteExpired(db.sql, who)))) throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
       }
     }
   }

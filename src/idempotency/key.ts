@@ -23,3 +23,9 @@ export function idempotencyKeyError(value: unknown): AppError | undefined {
   if (isValidIdempotencyKey(value)) return undefined
   return appError(value === undefined ? 'IDEMPOTENCY_KEY_REQUIRED' : 'IDEMPOTENCY_KEY_INVALID')
 }
+
+/** Pipeline stage for a write whose Idempotency-Key is optional: only a malformed one is a 400. */
+export const checkOptionalIdempotencyKey: preHandlerHookHandler = (request, _reply, done) => {
+  const value = request.headers[IDEMPOTENCY_KEY_HEADER]
+  done(value === undefined ? undefined : idempotencyKeyError(value))
+}

@@ -29,6 +29,15 @@ export async function findAnswer(db: Db, r: RecordKey): Promise<StoredAnswer | u
   return row
 }
 
+/** An answer to store: the request's body hash, the status and JSON sent, and whom it is about. */
+export interface AnswerToStore {
+  hash: string
+  status: number
+  json: string
+  /** The learner the answer is about (users.client_uuid): an erasure finds the record by it. */
+  learner?: string | null
+}
+
 /** What lookupWith() returns: the record's columns (null when none is stored), and the read's. */
 export type LookupRow = { [Column in keyof StoredAnswer]: StoredAnswer[Column] | null } & {
   read_found: boolean
@@ -55,10 +64,12 @@ export async function lookupWith(db: Db, r: RecordKey, read: PendingQuery<Row[]>
  * It fails with a unique violation when a record holds the triple: a twin's, committed or not (a
  * transaction holding it uncommitted is waited for), or an expired one the purge has not reached.
  */
-export function answerRecord(db: Db, r: RecordKey, hash: string, status: number, json: string, ttlHours: number) {
+export function answerRecord(db: Db, r: RecordKey, answer: AnswerToStore, ttlHours: number) {
   return db`
-    insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-    values (${r.keyId}, ${r.scope}, ${r.key}, ${hash}, ${status}, ${json}, now() + make_interval(hours => ${ttlHours}))`
+    insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at,
+                                     learner_uuid)
+    values (${r.keyId}, ${r.scope}, ${r.key}, ${answer.hash}, ${answer.status}, ${answer.json},
+            now() + make_interval(hours => ${ttlHours}), ${answer.learner ?? null}::uuid)`
 }
 
 /**
@@ -72,15 +83,15 @@ export async function writeWithAnswer(
   db: Db,
   write: PendingQuery<Row[]>,
   r: RecordKey,
-  hash: string,
-  status: number,
-  json: string,
+  answer: AnswerToStore,
   ttlHours: number,
 ): Promise<boolean> {
   const result = await db`
     with written as (${write})
-    insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
-    select ${r.keyId}, ${r.scope}, ${r.key}, ${hash}, ${status}, ${json}, now() + make_interval(hours => ${ttlHours})
+    insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at,
+                                     learner_uuid)
+    select ${r.keyId}, ${r.scope}, ${r.key}, ${answer.hash}, ${answer.status}, ${answer.json},
+           now() + make_interval(hours => ${ttlHours}), ${answer.learner ?? null}::uuid
     from written`
   return result.count === 1
 }

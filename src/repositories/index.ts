@@ -1,6 +1,7 @@
 // All repositories over one executor (the pool or a transaction), each call timed for
 // db_operation_duration_seconds under the label `<repository>.<function>`.
 import type { Db } from '../db/client.js'
+import { bounded } from '../db/deadline.js'
 import type { PoolUsage } from '../db/pool-usage.js'
 import { createApiKeyRepository } from './api-keys.js'
 import { createConspectusRepository } from './conspectuses.js'
@@ -33,7 +34,8 @@ function instrument<T extends Record<string, (...args: never[]) => Promise<unkno
       const start = performance.now()
       if (usage) usage.inFlight++
       try {
-        return await impl(...args)
+        // Within the request's database deadline, when a request made the call.
+        return await (usage ? bounded(impl(...args), usage.countDeadline) : impl(...args))
       } finally {
         if (usage) usage.inFlight--
         observe(operation, (performance.now() - start) / 1000)

@@ -4,21 +4,59 @@
 // taken the previous one (the stream's backpressure). One REPEATABLE READ, READ ONLY transaction
 // on a connection of its own gives the three parts one snapshot.
 import { Readable } from 'node:stream'
-import type { ReservedSql, Sql } from '../db/client.js'
+import type { Db, ReservedSql, Sql } from '../db/client.js'
+import type { ConnectionShare } from '../db/connection-share.js'
+import { bounded, isDeadlineExceeded } from '../db/deadline.js'
+import type { PoolUsage } from '../db/pool-usage.js'
+import { reserveConnection } from '../db/reserve.js'
 import { USER_COLUMN_LIST, type User, type UserKey } from './users.js'
 
 /** Rows per cursor batch: a few hundred KB at typical note sizes, a few MB at the 84 KiB maximum. */
 const BATCH_ROWS = 100
-/** An export may outlast the service's 15 s statement timeout when its reader is slow, not forever. */
+/**
+ * An export may outlast the pool's statement timeout while its reader reads (its cursor is one
+ * statement), not forever; a reader that stops reading is cut long before (EXPORT_WRITE_TIMEOUT_MS).
+ */
 const EXPORT_STATEMENT_TIMEOUT = '10min'
 
+/** Which learner: by system key, or by identity (client_uuid; also a learner without a system). */
+export type LearnerLocator = UserKey | { client_uuid: string }
+
+/** The SQL condition selecting the learner from table users. */
+export function learnerCondition(db: Db, learner: LearnerLocator) {
+  return 'client_uuid' in learner
+    ? db`client_uuid = ${learner.client_uuid}`
+    : db`system_uuid = ${learner.system_uuid} and system_user_id = ${learner.system_user_id}`
+}
+
+/** What an export needs of the pool: the pool, exports' share of it, and the pool's counts. */
+export interface ExportPool {
+  sql: Sql
+  share: ConnectionShare
+  usage: PoolUsage
+}
+
 /**
- * Opens the learner's export: undefined (and nothing held) when no user has the key, else the
- * JSON body as a byte stream. The connection is released when the stream ends or is destroyed
- * (the client went away), whether or not it was ever read.
+ * Opens the learner's export: undefined (and nothing held) when there is no such learner (or
+ * `visible` refuses it), else the JSON body as a byte stream. It holds one of the exports' share
+ * of connections until the stream ends or is destroyed (the client went away, or stopped reading
+ * and was cut), whether or not it was ever read.
  */
-export async function openLearnerExport(pool: Sql, key: UserKey, exportedAt: Date): Promise<Readable | undefined> {
-  const conn = await pool.reserve()
+export async function openLearnerExport(
+  pool: ExportPool,
+  learner: LearnerLocator,
+  exportedAt: Date,
+  visible: (user: User) => boolean = () => true,
+): Promise<Readable | undefined> {
+  const leaveShare = await pool.share.acquire()
+  let conn: ReservedSql
+  try {
+    conn = await reserveConnection(pool.sql, pool.usage)
+  } catch (err) {
+    leaveShare()
+    throw err
+  }
+  pool.usage.exports++
   let held = true
   const release = async () => {
     if (!held) return
@@ -29,15 +67,23 @@ export async function openLearnerExport(pool: Sql, key: UserKey, exportedAt: Dat
       // The connection may be broken already; the pool replaces it.
     } finally {
       conn.release()
+      pool.usage.reserved--
+      pool.usage.exports--
+      leaveShare()
     }
   }
   try {
-    await conn`begin isolation level repeatable read read only`
-    await conn`select set_config('statement_timeout', ${EXPORT_STATEMENT_TIMEOUT}, true)`
-    const [user] = await conn<User[]>`
-      select ${conn.unsafe(USER_COLUMN_LIST)} from users
-      where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
-    if (!user) {
+    await bounded(conn`begin isolation level repeatable read read only`.execute(), pool.usage.countDeadline)
+    await bounded(
+      conn`select set_config('statement_timeout', ${EXPORT_STATEMENT_TIMEOUT}, true)`.execute(),
+      pool.usage.countDeadline,
+    )
+    const [user] = await bounded(
+      conn<User[]>`
+        select ${conn.unsafe(USER_COLUMN_LIST)} from users where ${learnerCondition(conn, learner)}`.execute(),
+      pool.usage.countDeadline,
+    )
+    if (!user || !visible(user)) {
       await release()
       return undefined
     }
@@ -59,7 +105,10 @@ export async function openLearnerExport(pool: Sql, key: UserKey, exportedAt: Dat
     })
     return body
   } catch (err) {
-    await release()
+    // Past the deadline a statement may still be running on the connection: the rollback
+    // waits behind it, and the connection goes back only then (the answer does not wait).
+    if (isDeadlineExceeded(err)) void release()
+    else await release()
     throw err
   }
 }

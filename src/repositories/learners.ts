@@ -1,7 +1,14 @@
 // SQL that spans a learner's whole footprint: the erasure (a transaction's statements; run it
 // through db.transaction) and the export (src/repositories/learner-export.ts).
 import type { Db } from '../db/client.js'
-import type { UserKey } from './users.js'
+import { type LearnerLocator, learnerCondition } from './learner-export.js'
+
+/** A learner's identity and its system key (system_uuid null once cleared). */
+export interface LearnerKey {
+  client_uuid: string
+  system_uuid: string | null
+  system_user_id: string
+}
 
 /** How many rows of each kind one erasure removed. */
 export interface Erased {
@@ -14,7 +21,8 @@ export interface Erased {
 export function createLearnerRepository(db: Db) {
   return {
     /**
-     * Erases the learner and everything that holds them; undefined when no user has the key.
+     * Erases the learner and everything that holds them; undefined when there is no such learner
+     * (or `visible` refuses it: a key limited to systems). Found by system key or by client_uuid.
      * Must run in a transaction (READ COMMITTED: each statement sees what committed before it).
      *
      * Order is what makes racing writes safe:
@@ -27,18 +35,19 @@ export function createLearnerRepository(db: Db) {
      *    so the two never wait on each other in a cycle). A review or edit in flight holds its
      *    note: the DELETE waits for it to commit, so its stored answer is visible to step 3; one
      *    arriving later finds the note gone and answers 404.
-     * 3. Stored answers, by any key: every answer is the JSON a write sent, and each one about
-     *    this learner names the user (client_uuid, or the owner key), one of the notes or one of
-     *    the error logs just deleted. The user's own PUT/PATCH scopes (the path names the
-     *    learner) go too. Records hold at most IDEMPOTENCY_TTL_HOURS of writes: the scan reads that.
+     * 3. Stored answers, by any key: each one stored by this release names its learner
+     *    (learner_uuid), whatever system the learner had then. Older ones are JSON a write sent,
+     *    and each one about this learner names the user (client_uuid, or the owner key), one of
+     *    the notes or one of the error logs just deleted. The user's own PUT/PATCH scopes (the
+     *    path names the learner) go too. Records hold at most IDEMPOTENCY_TTL_HOURS of writes.
      * 4. The user row.
      */
-    async erase(key: UserKey): Promise<Erased | undefined> {
-      const [owner] = await db<{ client_uuid: string }[]>`
-        select client_uuid from users
-        where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}
+    async erase(learner: LearnerLocator, visible: (user: LearnerKey) => boolean = () => true): Promise<Erased | undefined> {
+      const [owner] = await db<LearnerKey[]>`
+        select client_uuid, system_uuid, system_user_id from users
+        where ${learnerCondition(db, learner)}
         for update`
-      if (!owner) return undefined
+      if (!owner || !visible(owner)) return undefined
       const userId = owner.client_uuid
 
       const notes = await db<{ id: string }[]>`
@@ -46,19 +55,28 @@ export function createLearnerRepository(db: Db) {
       const logs = await db<{ id: string }[]>`
         delete from error_logs where user_id = ${userId} returning error_log_uuid::text as id`
 
-      const systemUuid = key.system_uuid.toLowerCase()
-      const userScope = `/api/v1/user/${systemUuid}/${key.system_user_id}`
+      // Answers stored since they name their learner are found by it, whatever system the
+      // learner had then; older ones (and a previous release's) by what their JSON names.
+      const scopes =
+        owner.system_uuid === null
+          ? []
+          : [
+              `/api/v1/user/${owner.system_uuid}/${owner.system_user_id}`,
+              `PATCH /api/v1/user/${owner.system_uuid}/${owner.system_user_id}`,
+            ]
       const answers = await db`
         delete from idempotency_records r
-        where (r.key_id, r.scope, r.idempotency_key) in (
+        where r.learner_uuid = ${userId}
+           or (r.key_id, r.scope, r.idempotency_key) in (
           select key_id, scope, idempotency_key
           from idempotency_records, lateral (select response_body::jsonb as b) answer
-          where scope in (${userScope}, ${`PATCH ${userScope}`})
+          where learner_uuid is null and (
+             scope = any(${scopes}::text[])
              or (response_body is not null and (
                   b ->> 'client_uuid' = ${userId}
-                  or (b ->> 'system_user_id' = ${key.system_user_id} and b ->> 'system_uuid' = ${systemUuid})
+                  or (b ->> 'system_user_id' = ${owner.system_user_id} and b ->> 'system_uuid' = ${owner.system_uuid ?? ''})
                   or b ->> 'conspectus_uuid' = any(${notes.map((n) => n.id)}::text[])
-                  or b ->> 'error_log_uuid' = any(${logs.map((l) => l.id)}::text[])))
+                  or b ->> 'error_log_uuid' = any(${logs.map((l) => l.id)}::text[]))))
         )
         returning 1`
 

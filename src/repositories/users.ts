@@ -117,6 +117,12 @@ export function createUserRepository(db: Db) {
       return row
     },
 
+    /** A learner by its identity (client_uuid): also one whose system_uuid was cleared. */
+    async findById(clientUuid: string): Promise<User | undefined> {
+      const [row] = await db<User[]>`select ${USER_COLUMNS} from users where client_uuid = ${clientUuid}`
+      return row
+    },
+
     /** The owner of notes and error logs, by the learner's system key. */
     async findOwner(key: UserKey): Promise<Owner | undefined> {
       const [row] = await ownerQuery(db, key)

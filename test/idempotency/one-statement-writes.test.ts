@@ -101,7 +101,7 @@ t.test('a decision that never writes ends in 409 after MAX_DECISIONS lookups, wi
     },
   }).catch((err: unknown) => err)
   t.ok(refused instanceof AppError)
-  t.equal((refused as AppError).key, 'IDEMPOTENCY_REQUEST_IN_PROGRESS')
+  t.equal((refused as AppError).key, 'CONCURRENT_UPDATE')
   t.equal(decisions, MAX_DECISIONS)
   const [records] = await sql<{ n: number }[]>`select count(*)::int as n from idempotency_records`
   t.equal(records!.n, 0)

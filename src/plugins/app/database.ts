@@ -1,7 +1,11 @@
 import fp from 'fastify-plugin'
 import type { PendingQuery, Row } from 'postgres'
 import type { ReservedSql, Sql } from '../../db/client.js'
+import { bounded, isDeadlineExceeded } from '../../db/deadline.js'
 import { PoolUsage } from '../../db/pool-usage.js'
+import { ConnectionShare } from '../../db/connection-share.js'
+import type { ExportPool } from '../../repositories/learner-export.js'
+import { reserveConnection } from '../../db/reserve.js'
 import { createRepositories, type Repositories } from '../../repositories/index.js'
 
 /** The statement a transaction ends with, built but not sent: `transaction` sends it with COMMIT. */
@@ -14,6 +18,8 @@ export interface Database {
   usage: PoolUsage
   /** Repositories over the pool, for single-statement work. */
   repos: Repositories
+  /** The pool as learner exports take it: at most their share of its connections. */
+  exportPool: ExportPool
   /**
    * Runs `work`, then the statement `close` builds from its result, in one transaction on a
    * connection of its own, and resolves to work's result once committed. Work's or the closing
@@ -38,8 +44,8 @@ declare module 'fastify' {
 }
 
 /** Exposes PostgreSQL as `fastify.db`. The pool belongs to the caller, which closes it. */
-export default fp<{ sql: Sql }>(
-  async (fastify, { sql }) => {
+export default fp<{ sql: Sql; exportMaxConnections: number }>(
+  async (fastify, { sql, exportMaxConnections }) => {
     const observe = fastify.observeDbOperation
     const usage = new PoolUsage()
 
@@ -53,35 +59,62 @@ export default fp<{ sql: Sql }>(
       work: (tx: Transaction) => Promise<R>,
       close?: (tx: Transaction, result: R) => ClosingStatement,
     ): Promise<R> {
-      usage.waiting++
-      let reserved: ReservedSql
-      try {
-        reserved = await sql.reserve()
-      } finally {
-        usage.waiting--
-      }
-      usage.reserved++
+      const reserved = await reserveConnection(sql, usage)
       const tx: Transaction = { sql: reserved, repos: createRepositories(reserved, observe, usage) }
+      // Past the request's deadline the request answers at once; the connection is given back
+      // only once what was sent on it has settled and it has rolled back (never committed), so
+      // the pool never hands out a connection with a statement still running on it.
+      let pending: Promise<unknown> = Promise.resolve()
+      const giveBackLater = () =>
+        void pending
+          .catch(() => {})
+          .then(() => reserved`rollback`)
+          .catch(() => {})
+          .finally(() => {
+            reserved.release()
+            usage.reserved--
+          })
+      let givenBack = false
       try {
         const begun = reserved`begin`.execute()
         let result: R
         let closing: ClosingStatement | undefined
         try {
-          result = await work(tx)
-          await begun
+          const working = work(tx)
+          pending = Promise.allSettled([begun, working])
+          result = await working
+          await bounded(begun, usage.countDeadline)
           closing = close?.(tx, result)
         } catch (err) {
+          if (isDeadlineExceeded(err)) {
+            givenBack = true
+            giveBackLater()
+            throw err
+          }
           await begun.catch(() => {})
           await reserved`rollback`.catch(() => {})
           throw err
         }
-        const [closed, committed] = await Promise.allSettled([closing?.execute(), reserved`commit`.execute()])
+        const ending = Promise.allSettled([closing?.execute(), reserved`commit`.execute()])
+        pending = ending
+        let closed: PromiseSettledResult<unknown>, committed: PromiseSettledResult<unknown>
+        try {
+          ;[closed, committed] = await bounded(ending, usage.countDeadline)
+        } catch (err) {
+          // COMMIT is on its way and may still land: the answer is 503 either way, and a client
+          // retrying with its Idempotency-Key gets the stored answer if it did.
+          givenBack = true
+          giveBackLater()
+          throw err
+        }
         if (closed.status === 'rejected') throw closed.reason
         if (committed.status === 'rejected') throw committed.reason
         return result
       } finally {
-        reserved.release()
-        usage.reserved--
+        if (!givenBack) {
+          reserved.release()
+          usage.reserved--
+        }
       }
     }
 
@@ -90,6 +123,7 @@ export default fp<{ sql: Sql }>(
       maxConnections: sql.options.max,
       usage,
       repos: createRepositories(sql, observe, usage),
+      exportPool: { sql, usage, share: new ConnectionShare(exportMaxConnections, usage.countDeadline) },
       transaction,
     }
     fastify.decorate('db', db)

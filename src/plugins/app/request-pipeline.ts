@@ -4,7 +4,7 @@ import { operations, type OperationId, type OperationInfo } from '../../../gener
 import { appError } from '../../errors.js'
 import { requireScope } from '../../auth/scope.js'
 import { checkSystems } from '../../auth/systems.js'
-import { IDEMPOTENCY_KEY_HEADER, requireIdempotencyKey } from '../../idempotency/key.js'
+import { checkOptionalIdempotencyKey, IDEMPOTENCY_KEY_HEADER, requireIdempotencyKey } from '../../idempotency/key.js'
 import { createRouteValidatorCompiler } from '../../validation/validator-compiler.js'
 import { declaredBodyBytes } from '../../http/body-budget.js'
 import { withJsonResponsesByStatus } from '../../http/json-responses.js'
@@ -177,6 +177,7 @@ export default fp(
       if (!op.public && op.bodySchema !== null) onRequest.push(reserveBody)
       if (!op.public && op.systemUuidIn.length > 0) preHandler.push(checkSystems(op.systemUuidIn))
       if (op.idempotent) preHandler.push(requireIdempotencyKey)
+      if (op.idempotencyKeyOptional) preHandler.push(checkOptionalIdempotencyKey)
       return { onRequest, preHandler }
     }
 
@@ -192,7 +193,7 @@ export default fp(
       const stages = stagesFor(op)
       route.onRequest = [...stages.onRequest, ...[route.onRequest ?? []].flat()]
       route.preHandler = [...[route.preHandler ?? []].flat(), ...stages.preHandler]
-      if (op.idempotent) withoutHeader(route, IDEMPOTENCY_KEY_HEADER)
+      if (op.idempotent || op.idempotencyKeyOptional) withoutHeader(route, IDEMPOTENCY_KEY_HEADER)
       withJsonResponsesByStatus(route)
       route.validatorCompiler = validatorCompiler(operationId as OperationId)
     })

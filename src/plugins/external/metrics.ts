@@ -77,12 +77,27 @@ function registerProcessGauges(fastify: FastifyInstance) {
   )
   poolGauge(
     'db_pool_reserved_connections',
-    'Pool connections held for a transaction right now',
+    'Pool connections held for a transaction or a learner export right now',
     (db) => db.usage.reserved,
   )
   poolGauge(
+    'db_pool_export_connections',
+    'Pool connections held by learner exports right now (at most EXPORT_MAX_CONNECTIONS)',
+    (db) => db.usage.exports,
+  )
+  new client.Counter({
+    name: 'db_deadline_exceeded_total',
+    help: 'Requests answered 503 because their database work passed its deadline, by reason: connection_wait (no connection within DATABASE_CONNECTION_WAIT_MS), deadline (past that plus DATABASE_STATEMENT_TIMEOUT_MS), statement_timeout (cancelled by the server)',
+    labelNames: ['reason'],
+    collect() {
+      if (!fastify.hasDecorator('db')) return
+      this.reset()
+      for (const [reason, count] of Object.entries(fastify.db.usage.deadlinesExceeded)) this.inc({ reason }, count)
+    },
+  })
+  poolGauge(
     'db_pool_reserve_waiting',
-    'Transactions waiting for a free pool connection right now',
+    'Transactions and exports waiting for a free pool connection right now',
     (db) => db.usage.waiting,
   )
   poolGauge(
