@@ -1417,9 +1417,86 @@ export interface components {
             exported_at: string;
             user: components["schemas"]["UserResponse"];
             /** @description Every conspectus, oldest first. */
-            conspectuses: components["schemas"]["ConspectusResponse"][];
+            conspectuses: components["schemas"]["ExportedConspectus"][];
             /** @description Every error log, oldest first. */
-            error_logs: components["schemas"]["ErrorLogResponse"][];
+            error_logs: components["schemas"]["ExportedErrorLog"][];
+        };
+        /**
+         * @example {
+         *       "conspectus_uuid": "0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f",
+         *       "system_user_id": "learner-42",
+         *       "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+         *       "title": "Photosynthesis",
+         *       "cue_sheet": {
+         *         "topic": "Photosynthesis",
+         *         "rows": []
+         *       },
+         *       "dense_paragraph": "Plants turn light, water and CO2 into glucose and oxygen.",
+         *       "bullets": [
+         *         "Light reactions make ATP"
+         *       ],
+         *       "slot": "A",
+         *       "next_review_at": "2026-11-24T04:00:00.000Z",
+         *       "last_reviewed_at": null,
+         *       "review_count": 0,
+         *       "created_at": "2026-11-23T10:00:00.000Z",
+         *       "updated_at": "2026-11-23T10:00:00.000Z"
+         *     }
+         */
+        ExportedConspectus: {
+            /** Format: uuid */
+            conspectus_uuid: string;
+            system_user_id: string;
+            /**
+             * Format: uuid
+             * @description The learner's system; null for a learner whose system_uuid was cleared (reached by client_uuid).
+             */
+            system_uuid: string | null;
+            title: string | null;
+            cue_sheet: {
+                [key: string]: unknown;
+            };
+            dense_paragraph: string;
+            bullets: string[];
+            slot: components["schemas"]["Slot"];
+            /** Format: date-time */
+            next_review_at: string;
+            /** Format: date-time */
+            last_reviewed_at: string | null;
+            review_count: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /**
+         * @example {
+         *       "error_log_uuid": "5d1e0c3b-8a7f-4e2d-9c1b-0a9f8e7d6c5b",
+         *       "system_user_id": "learner-42",
+         *       "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+         *       "conspectus_uuid": null,
+         *       "message": "Mixed up mitosis and meiosis.",
+         *       "context": null,
+         *       "created_at": "2026-11-23T10:00:00.000Z"
+         *     }
+         */
+        ExportedErrorLog: {
+            /** Format: uuid */
+            error_log_uuid: string;
+            system_user_id: string;
+            /**
+             * Format: uuid
+             * @description The learner's system; null for a learner whose system_uuid was cleared (reached by client_uuid).
+             */
+            system_uuid: string | null;
+            /** Format: uuid */
+            conspectus_uuid: string | null;
+            message: string;
+            context: {
+                [key: string]: unknown;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
         };
         /**
          * @example {

@@ -1095,14 +1095,14 @@ export const schemas = {
         "type": "array",
         "description": "Every conspectus, oldest first.",
         "items": {
-          "$ref": "https://study-service/schemas/ConspectusResponse"
+          "$ref": "https://study-service/schemas/ExportedConspectus"
         }
       },
       "error_logs": {
         "type": "array",
         "description": "Every error log, oldest first.",
         "items": {
-          "$ref": "https://study-service/schemas/ErrorLogResponse"
+          "$ref": "https://study-service/schemas/ExportedErrorLog"
         }
       }
     },
@@ -1123,6 +1123,177 @@ export const schemas = {
         },
         "conspectuses": [],
         "error_logs": []
+      }
+    ]
+  },
+  "ExportedConspectus": {
+    "$id": "https://study-service/schemas/ExportedConspectus",
+    "type": "object",
+    "required": [
+      "conspectus_uuid",
+      "system_user_id",
+      "system_uuid",
+      "title",
+      "cue_sheet",
+      "dense_paragraph",
+      "bullets",
+      "slot",
+      "next_review_at",
+      "last_reviewed_at",
+      "review_count",
+      "created_at",
+      "updated_at"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "conspectus_uuid": {
+        "type": "string",
+        "format": "uuid"
+      },
+      "system_user_id": {
+        "type": "string"
+      },
+      "system_uuid": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "uuid",
+        "description": "The learner's system; null for a learner whose system_uuid was cleared (reached by client_uuid)."
+      },
+      "title": {
+        "type": [
+          "string",
+          "null"
+        ]
+      },
+      "cue_sheet": {
+        "type": "object",
+        "additionalProperties": true
+      },
+      "dense_paragraph": {
+        "type": "string"
+      },
+      "bullets": {
+        "type": "array",
+        "items": {
+          "type": "string"
+        }
+      },
+      "slot": {
+        "$ref": "https://study-service/schemas/Slot"
+      },
+      "next_review_at": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "last_reviewed_at": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "date-time"
+      },
+      "review_count": {
+        "type": "integer",
+        "minimum": 0
+      },
+      "created_at": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "updated_at": {
+        "type": "string",
+        "format": "date-time"
+      }
+    },
+    "examples": [
+      {
+        "conspectus_uuid": "0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f",
+        "system_user_id": "learner-42",
+        "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+        "title": "Photosynthesis",
+        "cue_sheet": {
+          "topic": "Photosynthesis",
+          "rows": []
+        },
+        "dense_paragraph": "Plants turn light, water and CO2 into glucose and oxygen.",
+        "bullets": [
+          "Light reactions make ATP"
+        ],
+        "slot": "A",
+        "next_review_at": "2026-11-24T04:00:00.000Z",
+        "last_reviewed_at": null,
+        "review_count": 0,
+        "created_at": "2026-11-23T10:00:00.000Z",
+        "updated_at": "2026-11-23T10:00:00.000Z"
+      }
+    ]
+  },
+  "ExportedErrorLog": {
+    "$id": "https://study-service/schemas/ExportedErrorLog",
+    "type": "object",
+    "required": [
+      "error_log_uuid",
+      "system_user_id",
+      "system_uuid",
+      "conspectus_uuid",
+      "message",
+      "context",
+      "created_at"
+    ],
+    "additionalProperties": false,
+    "properties": {
+      "error_log_uuid": {
+        "type": "string",
+        "format": "uuid"
+      },
+      "system_user_id": {
+        "type": "string"
+      },
+      "system_uuid": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "uuid",
+        "description": "The learner's system; null for a learner whose system_uuid was cleared (reached by client_uuid)."
+      },
+      "conspectus_uuid": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "uuid"
+      },
+      "message": {
+        "type": "string"
+      },
+      "context": {
+        "oneOf": [
+          {
+            "type": "object",
+            "additionalProperties": true
+          },
+          {
+            "type": "null"
+          }
+        ]
+      },
+      "created_at": {
+        "type": "string",
+        "format": "date-time"
+      }
+    },
+    "examples": [
+      {
+        "error_log_uuid": "5d1e0c3b-8a7f-4e2d-9c1b-0a9f8e7d6c5b",
+        "system_user_id": "learner-42",
+        "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+        "conspectus_uuid": null,
+        "message": "Mixed up mitosis and meiosis.",
+        "context": null,
+        "created_at": "2026-11-23T10:00:00.000Z"
       }
     ]
   },

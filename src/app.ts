@@ -128,17 +128,20 @@ export async function buildApp({
   await app.register(analyticsPagePlugin)
   app.decorate('draining', false)
   // Every handler's database work within the request's deadline (src/db/deadline.ts).
-  const serviceHandlers = withDatabaseDeadlines(config.databaseDeadlines, createServiceHandlers({
-    config,
-    db: app.db,
-    apiKeys: app.apiKeys,
-    answerIdempotently: createIdempotency(app.db, config.idempotencyTtlHours, app.observeDbOperation),
-    isDraining: () => app.draining,
-    isUnderPressure: () => app.overloaded(),
-    refreshAnalytics: () =>
-      void app.analyticsRollup.refresh().catch((err) => app.log.warn({ err }, 'analytics rollup refresh failed')),
-    now: now ?? (() => new Date()),
-  }))
+  const serviceHandlers = withDatabaseDeadlines(
+    config.databaseDeadlines,
+    createServiceHandlers({
+      config,
+      db: app.db,
+      apiKeys: app.apiKeys,
+      answerIdempotently: createIdempotency(app.db, config.idempotencyTtlHours, app.observeDbOperation),
+      isDraining: () => app.draining,
+      isUnderPressure: () => app.overloaded(),
+      refreshAnalytics: () =>
+        void app.analyticsRollup.refresh().catch((err) => app.log.warn({ err }, 'analytics rollup refresh failed')),
+      now: now ?? (() => new Date()),
+    }),
+  )
   await app.register(routesPlugin, { serviceHandlers })
   await app.register(contractStatesPlugin)
   return app

@@ -36,6 +36,10 @@ export function createClient(url: string, options: ClientOptions = {}): Sql {
     debug: false,
     // jit off: the service's statements are short, and on the one analytic query (telemetry
     // metrics over 1M events) compiling took longer than it saved (30-50 ms, measured).
-    connection: { application_name: 'study-service', statement_timeout: options.statementTimeoutMs ?? 15_000, jit: 'off' },
+    connection: {
+      application_name: 'study-service',
+      statement_timeout: options.statementTimeoutMs ?? 15_000,
+      jit: 'off',
+    },
   }) as Sql
 }

@@ -12,10 +12,7 @@ export class PoolUsage {
   /** Connections held by exports (a part of `reserved`). */
   exports = 0
   /** Requests whose database work was cut (answered 503), by reason. */
-  readonly deadlinesExceeded = Object.fromEntries(DEADLINE_REASONS.map((r) => [r, 0])) as Record<
-    DeadlineReason,
-    number
-  >
+  readonly deadlinesExceeded = Object.fromEntries(DEADLINE_REASONS.map((r) => [r, 0])) as Record<DeadlineReason, number>
   readonly countDeadline = (reason: DeadlineReason): void => {
     this.deadlinesExceeded[reason]++
   }

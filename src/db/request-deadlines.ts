@@ -4,7 +4,10 @@ import { type DatabaseDeadlineSettings, runWithDatabaseDeadline } from './deadli
 
 type Handler = (this: unknown, ...args: never[]) => unknown
 
-export function withDatabaseDeadlines<T extends Record<string, Handler>>(settings: DatabaseDeadlineSettings, handlers: T): T {
+export function withDatabaseDeadlines<T extends Record<string, Handler>>(
+  settings: DatabaseDeadlineSettings,
+  handlers: T,
+): T {
   const bound: Record<string, Handler> = {}
   for (const [operationId, handler] of Object.entries(handlers)) {
     bound[operationId] = function (this: unknown, ...args: never[]) {

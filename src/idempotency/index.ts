@@ -204,7 +204,8 @@ export function createIdempotency<Tx extends { sql: Db }>(
           // reached (removed: the next decision writes).
           const winner = await inTime(findAnswer(db.sql, who))
           if (winner) return replay(winner)
-          if (removedExpired || !(await inTime(deleteExpired(db.sql, who)))) throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
+          if (removedExpired || !(await inTime(deleteExpired(db.sql, who))))
+            throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
           removedExpired = true
           continue
         }
@@ -260,7 +261,8 @@ export function createIdempotency<Tx extends { sql: Db }>(
         if (!isKeyTaken(err)) throw err
         // No answer, yet a record held the triple: an expired one (gone now, so write again), or
         // one that expired after it made this write wait (the client may retry).
-        if (attempt > 1 || !(await inTime(deleteExpired(db.sql, who)))) throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
+        if (attempt > 1 || !(await inTime(deleteExpired(db.sql, who))))
+          throw appError('IDEMPOTENCY_REQUEST_IN_PROGRESS')
       }
     }
   }

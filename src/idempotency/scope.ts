@@ -30,7 +30,7 @@ function scopeBuilder(op: OperationInfo): ScopeOf {
 
 const builders = new Map<string, ScopeOf>(
   Object.entries(operations)
-    .filter(([, op]) => op.idempotent)
+    .filter(([, op]) => op.idempotent || op.idempotencyKeyOptional)
     .map(([id, op]) => [id, scopeBuilder(op)]),
 )
 

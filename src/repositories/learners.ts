@@ -42,7 +42,10 @@ export function createLearnerRepository(db: Db) {
      *    path names the learner) go too. Records hold at most IDEMPOTENCY_TTL_HOURS of writes.
      * 4. The user row.
      */
-    async erase(learner: LearnerLocator, visible: (user: LearnerKey) => boolean = () => true): Promise<Erased | undefined> {
+    async erase(
+      learner: LearnerLocator,
+      visible: (user: LearnerKey) => boolean = () => true,
+    ): Promise<Erased | undefined> {
       const [owner] = await db<LearnerKey[]>`
         select client_uuid, system_uuid, system_user_id from users
         where ${learnerCondition(db, learner)}
