@@ -1417,6 +1417,35 @@ export interface components {
             exported_at: string;
             user: components["schemas"]["UserResponse"];
             /** @description Every conspectus, oldest first. */
+            conspectuses: components["schemas"]["ConspectusResponse"][];
+            /** @description Every error log, oldest first. */
+            error_logs: components["schemas"]["ErrorLogResponse"][];
+        };
+        /**
+         * @description Everything the service holds about one learner addressed by identity; its notes and error logs name the learner's system, null when it was cleared.
+         * @example {
+         *       "exported_at": "2026-11-28T09:00:00.000Z",
+         *       "user": {
+         *         "client_uuid": "9a1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d",
+         *         "created_at": "2026-11-23T10:00:00.000Z",
+         *         "updated_at": "2026-11-23T10:00:00.000Z",
+         *         "is_row_invalid": 0,
+         *         "invalidation_reason_uuid": null,
+         *         "system_user_id": "learner-42",
+         *         "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+         *         "username": "ada",
+         *         "full_name": "Ada Lovelace",
+         *         "timezone": "Europe/London"
+         *       },
+         *       "conspectuses": [],
+         *       "error_logs": []
+         *     }
+         */
+        LearnerExport: {
+            /** Format: date-time */
+            exported_at: string;
+            user: components["schemas"]["UserResponse"];
+            /** @description Every conspectus, oldest first. */
             conspectuses: components["schemas"]["ExportedConspectus"][];
             /** @description Every error log, oldest first. */
             error_logs: components["schemas"]["ExportedErrorLog"][];
@@ -2774,7 +2803,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["UserExport"];
+                    "application/json": components["schemas"]["LearnerExport"];
                 };
             };
             400: components["responses"]["MalformedRequest"];

@@ -1095,6 +1095,60 @@ export const schemas = {
         "type": "array",
         "description": "Every conspectus, oldest first.",
         "items": {
+          "$ref": "https://study-service/schemas/ConspectusResponse"
+        }
+      },
+      "error_logs": {
+        "type": "array",
+        "description": "Every error log, oldest first.",
+        "items": {
+          "$ref": "https://study-service/schemas/ErrorLogResponse"
+        }
+      }
+    },
+    "examples": [
+      {
+        "exported_at": "2026-11-28T09:00:00.000Z",
+        "user": {
+          "client_uuid": "9a1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d",
+          "created_at": "2026-11-23T10:00:00.000Z",
+          "updated_at": "2026-11-23T10:00:00.000Z",
+          "is_row_invalid": 0,
+          "invalidation_reason_uuid": null,
+          "system_user_id": "learner-42",
+          "system_uuid": "3f2c2f57-9d55-4a0b-8a3c-1c1f5b2f4e10",
+          "username": "ada",
+          "full_name": "Ada Lovelace",
+          "timezone": "Europe/London"
+        },
+        "conspectuses": [],
+        "error_logs": []
+      }
+    ]
+  },
+  "LearnerExport": {
+    "$id": "https://study-service/schemas/LearnerExport",
+    "type": "object",
+    "required": [
+      "exported_at",
+      "user",
+      "conspectuses",
+      "error_logs"
+    ],
+    "additionalProperties": false,
+    "description": "Everything the service holds about one learner addressed by identity; its notes and error logs name the learner's system, null when it was cleared.",
+    "properties": {
+      "exported_at": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "user": {
+        "$ref": "https://study-service/schemas/UserResponse"
+      },
+      "conspectuses": {
+        "type": "array",
+        "description": "Every conspectus, oldest first.",
+        "items": {
           "$ref": "https://study-service/schemas/ExportedConspectus"
         }
       },

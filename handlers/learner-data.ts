@@ -25,7 +25,6 @@ function reachable(request: FastifyRequest) {
 
 export function createLearnerDataHandlers({ db, now, config }: HandlerDeps): ServiceHandlers<LearnerDataOperations> {
   async function sendExport(
-    request: FastifyRequest,
     reply: FastifyReply,
     learner: LearnerLocator,
     visible?: (user: { system_uuid: string | null }) => boolean,
@@ -52,10 +51,10 @@ export function createLearnerDataHandlers({ db, now, config }: HandlerDeps): Ser
   }
 
   return {
-    exportUser: (request, reply) => sendExport(request, reply, request.params),
+    exportUser: (request, reply) => sendExport(reply, request.params),
     eraseUser: (request) => erase(request, request.params),
     exportUserByClientUuid: (request, reply) =>
-      sendExport(request, reply, { client_uuid: request.params.client_uuid }, reachable(request)),
+      sendExport(reply, { client_uuid: request.params.client_uuid }, reachable(request)),
     eraseUserByClientUuid: (request) => erase(request, { client_uuid: request.params.client_uuid }, reachable(request)),
     async getUserByClientUuid(request) {
       const user = await db.repos.users.findById(request.params.client_uuid)

@@ -2,7 +2,7 @@
 // cannot get a connection within DATABASE_CONNECTION_WAIT_MS answers 503 with Retry-After (and
 // /metrics counts it by reason); exports hold at most their share of the pool, and one whose
 // reader stops reading is cut and gives its connection back, so others' reads keep answering.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
@@ -15,7 +15,7 @@ import { waitFor, within } from '../helpers/wait.js'
 const KEY = 'key-one'
 const OTHER_KEY = 'key-two'
 
-async function appOn(t: Parameters<Parameters<typeof t.test>[1]>[0], env: Record<string, string>, max = 10) {
+async function appOn(t: Test, env: Record<string, string>, max = 10) {
   const db = await createTestDatabase(t, { max })
   const config = loadConfig({
     API_KEYS: `${KEY},${OTHER_KEY}`,
