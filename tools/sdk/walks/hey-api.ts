@@ -121,6 +121,20 @@ export async function walk(baseUrl: string, apiKey: string, id: string, strict: 
   if (strict) expect(notes.data?.items.length === 1, 'one note listed')
   done('exportUser', await sdk.exportUser({ client, path: me }))
   done('deleteConspectus', await sdk.deleteConspectus({ client, path: { conspectus_uuid }, query: me }))
+  // By identity: read and export the learner, then erase a second one.
+  const byId = { client_uuid: created.data!.client_uuid }
+  done('getUserByClientUuid', await sdk.getUserByClientUuid({ client, path: byId }))
+  done('exportUserByClientUuid', await sdk.exportUserByClientUuid({ client, path: byId }))
+  const second = await sdk.createUser({
+    client,
+    headers: key('user-2'),
+    body: { ...owner(`${id}-2`), full_name: 'SDK Walker 2' },
+  })
+  expect(second.data?.client_uuid, 'second createUser data')
+  done(
+    'eraseUserByClientUuid',
+    await sdk.eraseUserByClientUuid({ client, path: { client_uuid: second.data!.client_uuid } }),
+  )
   done('eraseUser', await sdk.eraseUser({ client, path: me }))
 
   // Partner keys as data: issue (the secret shown once), read, list, roll, revoke, the audit.

@@ -154,6 +154,26 @@ export async function walk(baseUrl: string, apiKey: string, id: string, strict: 
     (await client.DELETE('/api/v1/conspectuses/{conspectus_uuid}', { params: { path: { conspectus_uuid }, ...mine } }))
       .response,
   )
+  // By identity: read and export the learner, then erase a second one.
+  const byId = { path: { client_uuid: created.data!.client_uuid } }
+  r.record('getUserByClientUuid', (await client.GET('/api/v1/users/{client_uuid}', { params: byId })).response)
+  r.record(
+    'exportUserByClientUuid',
+    (await client.GET('/api/v1/users/{client_uuid}/export', { params: byId })).response,
+  )
+  const second = await client.POST('/api/v1/user', {
+    params: { header: key('user-2') },
+    body: { ...owner(`${id}-2`), full_name: 'SDK Walker 2' },
+  })
+  expect(second.data?.client_uuid, 'second createUser data')
+  r.record(
+    'eraseUserByClientUuid',
+    (
+      await client.DELETE('/api/v1/users/{client_uuid}', {
+        params: { path: { client_uuid: second.data!.client_uuid } },
+      })
+    ).response,
+  )
   r.record('eraseUser', (await client.DELETE('/api/v1/user/{system_uuid}/{system_user_id}', { params: path })).response)
 
   // Partner keys as data: issue (the secret shown once), read, list, roll, revoke, the audit.

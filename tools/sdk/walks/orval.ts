@@ -117,6 +117,14 @@ export async function walk(_baseUrl: string, apiKey: string, id: string, strict:
   if (strict) expect(notes.status === 200 && notes.data.items.length === 1, 'one note listed')
   done('exportUser', await api.exportUser(me.system_uuid, me.system_user_id, undefined, auth))
   done('deleteConspectus', await api.deleteConspectus(conspectusUuid, me, undefined, auth))
+  // By identity: read and export the learner, then erase a second one.
+  const clientUuid = created.status === 201 ? created.data.client_uuid : ''
+  done('getUserByClientUuid', await api.getUserByClientUuid(clientUuid, undefined, auth))
+  done('exportUserByClientUuid', await api.exportUserByClientUuid(clientUuid, undefined, auth))
+  const second = await api.createUser({ ...owner(`${id}-2`), full_name: 'SDK Walker 2' }, key('user-2'), auth)
+  expect(second.status === 201 && second.data.client_uuid, 'second createUser data')
+  const secondUuid = second.status === 201 ? second.data.client_uuid : ''
+  done('eraseUserByClientUuid', await api.eraseUserByClientUuid(secondUuid, undefined, auth))
   done('eraseUser', await api.eraseUser(me.system_uuid, me.system_user_id, undefined, auth))
 
   // Partner keys as data: issue (the secret shown once), read, list, roll, revoke, the audit.
