@@ -16,6 +16,9 @@ const NETWORK_CODES = new Set([
   'CONNECTION_DESTROYED',
   // src/db/deadline.ts: the request's database work passed its deadline (or waited too long for a connection).
   'DATABASE_DEADLINE_EXCEEDED',
+  // postgres.js 4's own limits (queue_timeout, query_timeout), should they be configured.
+  'QUEUE_TIMEOUT',
+  'QUERY_TIMEOUT',
 ])
 
 export function isDatabaseUnavailable(err: unknown): boolean {
