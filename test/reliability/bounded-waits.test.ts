@@ -98,7 +98,7 @@ t.test('no connection within DATABASE_CONNECTION_WAIT_MS: 503 with Retry-After, 
 })
 
 t.test('12 exports nobody reads: another key reads within 1 s every time; the stalled exports are cut', async (t) => {
-  const { app, db } = await appOn(t, { EXPORT_WRITE_TIMEOUT_MS: '1500' })
+  const { app, db } = await appOn(t, { EXPORT_WRITE_TIMEOUT_MS: '4000', DATABASE_CONNECTION_WAIT_MS: '1000' })
   const owner = { system_uuid: randomUUID(), system_user_id: 'big' }
   const created = await app.inject({
     method: 'POST',
@@ -128,6 +128,13 @@ t.test('12 exports nobody reads: another key reads within 1 s every time; the st
     stalled.push(socket)
   }
   await waitFor('exports to hold their share', () => app.db.usage.exports > 0)
+  // The ten exports beyond the share wait DATABASE_CONNECTION_WAIT_MS for a slot, then answer 503;
+  // by then the two with a connection have filled their readers' socket buffers and stalled.
+  await waitFor(
+    'the exports beyond the share to be refused',
+    () => app.db.usage.deadlinesExceeded.connection_wait >= 10,
+  )
+  t.equal(app.db.usage.exports, 2, 'two exports hold a connection, stalled')
 
   const slowest: number[] = []
   for (let i = 0; i < 15; i++) {
@@ -142,6 +149,7 @@ t.test('12 exports nobody reads: another key reads within 1 s every time; the st
     await res.arrayBuffer()
   }
   const worst = Math.max(...slowest)
+  t.comment(`reads while 12 exports stall (ms): ${slowest.map(Math.round).join(' ')}`)
   t.ok(worst < 1000, `every read answered within 1 s (slowest ${Math.round(worst)} ms)`)
   t.ok(app.db.usage.exports <= 2, 'exports hold at most EXPORT_MAX_CONNECTIONS connections')
 

@@ -115,6 +115,7 @@ t.test('30 concurrent PATCHes of one learner answer 200 or 409 CONCURRENT_UPDATE
     seen.set(label, (seen.get(label) ?? 0) + 1)
     if (res.statusCode === 409) t.ok(Number(res.headers['retry-after']) > 0, 'the contention code carries Retry-After')
   }
+  t.comment(`answers: ${JSON.stringify(Object.fromEntries(seen))}`)
   const labels = [...seen.keys()]
   t.ok(
     labels.every((l) => l === '200' || l === '409 CONCURRENT_UPDATE'),
