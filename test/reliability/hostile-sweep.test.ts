@@ -389,9 +389,12 @@ const caseFor = (op: Operation): fc.Arbitrary<Case> => {
           expect: 415 as const,
         })),
     )
-    if (op.params.some((p) => p.name === 'Idempotency-Key')) {
+    const idempotencyKey = op.params.find((p) => p.name === 'Idempotency-Key')
+    if (idempotencyKey) {
+      // A missing key is invalid only where the key is required (optional on a telemetry batch).
+      const invalidKeys = [...(idempotencyKey.required ? [undefined] : []), '', 'k'.repeat(129), 'clé']
       arbitraries.push(
-        fc.constantFrom(undefined, '', 'k'.repeat(129), 'clé').map((key) => ({
+        fc.constantFrom(...invalidKeys).map((key) => ({
           label: label(`Idempotency-Key ${JSON.stringify(key)}`),
           request: request(op, { headers: { 'idempotency-key': key } }),
           expect: '4xx' as const,
