@@ -71,6 +71,10 @@ t.test('a stored secret that answered before: revoked or rolled away, 401 at onc
     maxConcurrentRequests: null,
     maxBodyBytesInFlight: null,
     stored: true,
+    partner: 'configured',
+    fullAccess: false,
+    expiresAt: null,
+    partnerRoot: null,
   })
   const secret = (plain: string, expiresAt: number | null = null): StoredSecret => ({
     digest: Buffer.from(sha256(plain), 'hex'),
