@@ -31,7 +31,10 @@ t.test('revocation and expiry reach created keys on the other replica within a s
   })
   const readOnB = (key: string) => {
     let agent = agentsB.get(key)
-    if (!agent) agentsB.set(key, (agent = new http.Agent({ keepAlive: true, maxSockets: 1 })))
+    if (!agent) {
+      agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+      agentsB.set(key, agent)
+    }
     return call(agent, b.base, 'GET', `/api/v1/user/${SYSTEM}/nobody`, key)
   }
   const create = async (by: string, body: Record<string, unknown>) => {
