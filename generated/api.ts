@@ -2016,7 +2016,7 @@ export interface components {
                 "application/json": components["schemas"]["ValidationErrorResponse"];
             };
         };
-        /** @description The client exceeded its rate limit (`COMMON_429` / `SECURITY_RATE_LIMIT_EXCEEDED`), has too many requests in progress at once (`SECURITY_CONCURRENT_REQUESTS_EXCEEDED`, `max_concurrent_requests`), or its request bodies in progress would take more than its bytes in flight (`SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED`, `max_body_bytes_in_flight`). The last two are answered before the body is read (the connection is closed); the client is its API key, or its address without a valid key. */
+        /** @description The client exceeded its rate limit (`COMMON_429` / `SECURITY_RATE_LIMIT_EXCEEDED`), has too many requests in progress at once (`SECURITY_CONCURRENT_REQUESTS_EXCEEDED`, `max_concurrent_requests`), or its request bodies in progress would take more than its bytes in flight (`SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED`, `max_body_bytes_in_flight`). The last two are answered before the body is read (the connection is closed); the client is its API key, or its address without a valid key. A stored key's request counts against its own limits and against its partner's (its root key's), with the same answers. */
         TooManyRequests: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -117,7 +117,7 @@ export function createAdminKeyHandlers({
       const done = await db.transaction(({ repos }) => repos.apiKeys.revoke(key_id, actorOf(request), reach(request)))
       if (!done) throw appError('ADMIN_KEY_NOT_FOUND')
       // This replica re-reads them before it answers; the others on their notifications.
-      await Promise.all([done.key.id, ...done.revoked].map((id) => apiKeys.sync.changed(id)))
+      await Promise.all([...new Set([done.key.id, ...done.revoked])].map((id) => apiKeys.sync.changed(id)))
       request.log.info(auditLog(request, { revoked: done.key.id, with_it: done.revoked.length }), 'API key revoked')
       return done.key
     },
