@@ -46,7 +46,19 @@ revoked as (
 insert into admin_audit (actor_key_id, action, target_key_id, request_id)
 select by_key, 'key.revoke', id, 'schema-migration' from revoked;
 
--- Ids compare without case: `ROOT` is taken when `root` is.
+-- Ids compare without case: `ROOT` is taken when `root` is. Ids that already differ only by case
+-- stop the upgrade with their names (an operator revokes the unwanted ones and deletes their rows
+-- from api_key_secrets and api_keys, then starts again), rather than with the index's bare error.
+do $$
+declare
+  clashes text;
+begin
+  select string_agg(id, ', ' order by id) into clashes
+  from api_keys a where exists (select 1 from api_keys b where lower(b.id) = lower(a.id) and b.id <> a.id);
+  if clashes is not null then
+    raise exception 'api_keys ids that differ only by case: %; keep one of each before upgrading', clashes;
+  end if;
+end $$;
 create unique index api_keys_id_lower on api_keys (lower(id));
 -- The keys a key created (revocation reaches them) and a partner's keys in list order.
 create index api_keys_created_by on api_keys (created_by);
