@@ -78,7 +78,7 @@ function structural(value: unknown): number {
   return n
 }
 
-const escape = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1')
+const escapeStep = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1')
 
 /** Every value at `path` under `value`, with its JSON pointer. */
 function valuesAt(value: unknown, steps: string[], pointer = ''): { pointer: string; value: unknown }[] {
@@ -87,7 +87,7 @@ function valuesAt(value: unknown, steps: string[], pointer = ''): { pointer: str
   if (step === '*')
     return Array.isArray(value) ? value.flatMap((item, i) => valuesAt(item, rest, `${pointer}/${i}`)) : []
   if (value === null || typeof value !== 'object' || Array.isArray(value) || !Object.hasOwn(value, step!)) return []
-  return valuesAt((value as Record<string, unknown>)[step!], rest, `${pointer}/${escape(step!)}`)
+  return valuesAt((value as Record<string, unknown>)[step!], rest, `${pointer}/${escapeStep(step!)}`)
 }
 
 /** The capped values past their caps, as `keyword pointer`: all of them, and those the scan must see. */
@@ -98,7 +98,10 @@ function overCaps(body: unknown, caps: Cap[]) {
     for (const { pointer, value } of valuesAt(body, cap.path)) {
       const id = `${cap.keyword} ${pointer}`
       if (cap.keyword === 'maxItems') {
-        if (Array.isArray(value) && value.length > cap.limit) over.set(id, value), seen.add(id)
+        if (Array.isArray(value) && value.length > cap.limit) {
+          over.set(id, value)
+          seen.add(id)
+        }
       } else if (value !== null && typeof value === 'object') {
         if (Buffer.byteLength(JSON.stringify(value)) > cap.limit) over.set(id, value)
         if (structural(value) > cap.limit) seen.add(id)
@@ -201,7 +204,7 @@ function body(caps: Cap[]) {
     )
     .map(([values, extra, slots]) => {
       const root: Record<string, unknown> = { ...extra }
-      caps.forEach((cap, i) => place(root, cap.path, values[i], slots[i]!))
+      for (const [i, cap] of caps.entries()) place(root, cap.path, values[i], slots[i]!)
       return root
     })
 }
@@ -275,15 +278,15 @@ t.test('a value whose count reaches cap + 1 on its closing bracket is refused as
   const route = routes.find((r) => r.caps.some((c) => c.keyword === 'x-max-json-bytes' && !c.array))!
   const cap = route.caps.find((c) => c.keyword === 'x-max-json-bytes' && !c.array)!
   // `{"pad":[0,...]}`: 2 + 3 + (2 + zeros - 1) structural characters.
-  const valueOf = (count: number) => ({ pad: zeros(count - 6) })
+  const counting = (count: number) => ({ pad: zeros(count - 6) })
   // The value at its place: a `*` step an array of one item.
   const build = (steps: string[], count: number): unknown => {
-    if (steps.length === 0) return valueOf(count)
+    if (steps.length === 0) return counting(count)
     const [step, ...rest] = steps
     return step === '*' ? [build(rest, count)] : { [step!]: build(rest, count) }
   }
   const bodyWith = (count: number) => JSON.stringify(build(cap.path, count))
-  t.equal(structural(valueOf(cap.limit + 1)), cap.limit + 1)
+  t.equal(structural(counting(cap.limit + 1)), cap.limit + 1)
   t.equal(scanned(route, bodyWith(cap.limit), [1 << 30]).verdict, null, `${cap.path.join('.')} at its cap: accepted`)
   t.match(
     scanned(route, bodyWith(cap.limit + 1), [1 << 30]).verdict,
