@@ -182,8 +182,8 @@ contract: node_modules
 	npx tsx tools/contract-proxy.ts
 	CONTRACT_SELF_CHECK=1 npx tsx tools/contract-proxy.ts > /dev/null
 
-## Service vs bare Fastify + postgres.js ceiling, PostgreSQL off and on the servers' core (set-ups a, b), with each server's CPU per request and its core's busy share, and the KPIs over 10M events (writes bench/results.md). BENCH_DURATION, BENCH_RUNS, BENCH_CONNECTIONS, BENCH_SETUPS, BENCH_CASES; BENCH_OTEL=0.1 traces at that sampling ratio (prints only).
-bench: node_modules build
+## Service vs an expert's bare Fastify + postgres.js ceiling, driven by wrk, PostgreSQL off and on the servers' core (set-ups a, b), with each server's CPU per request, its core's busy share, PostgreSQL's CPU and what limited each case, and the KPIs over 10M events (writes bench/results.md). BENCH_DURATION, BENCH_RUNS, BENCH_CONNECTIONS, BENCH_SETUPS, BENCH_CASES; BENCH_OTEL=0.1 traces at that sampling ratio (prints only).
+bench: node_modules build bench-tools
 	taskset -c 1 npx tsx bench/run.ts
 
 ## CPU per request on the servers' core, server and PostgreSQL apart: GET user and the replayed POST, on the service and on the ceiling.

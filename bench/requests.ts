@@ -37,8 +37,17 @@ export function loadOptions(url: string, connections: number, duration: number, 
 }
 const REPLAY_KEY = 'replay-key'
 
-/** Loads the seeded users and notes, stores one answer to replay, and returns the builders. */
-export async function createBenchRequests(sql: postgres.Sql, serviceBase: string) {
+/** How a write's unique values are made: here (autocannon), or as placeholders wrk fills (bench/wrk.ts). */
+export interface Uniques {
+  id(): string
+  uuid(): string
+}
+
+/**
+ * Loads the seeded users and notes, stores one answer to replay, and returns the builders.
+ * `uniques`: how Idempotency-Keys and new learners' ids are made (default: here, at random).
+ */
+export async function createBenchRequests(sql: postgres.Sql, serviceBase: string, uniques?: Uniques) {
   const users = await sql<UserKey[]>`select system_user_id, system_uuid from users order by system_user_id`
   const notes = await sql<(UserKey & { id: string })[]>`
     select c.conspectus_uuid::text as id, u.system_user_id, u.system_uuid from conspectuses c join users u on u.client_uuid = c.user_id`
@@ -58,7 +67,8 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
 
   let n = 0
   const nextUser = () => users[n++ % users.length]!
-  const unique = () => `${process.pid}-${n++}-${randomBytes(4).toString('hex')}`
+  const unique = uniques ? uniques.id : () => `${process.pid}-${n++}-${randomBytes(4).toString('hex')}`
+  const uuid = uniques ? uniques.uuid : randomUUID
   const replay = (path: string): BenchRequest => ({
     method: 'POST',
     path,
@@ -75,7 +85,7 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
       const id = unique()
       const body = JSON.stringify({
         system_user_id: `p${id}`.slice(0, 36),
-        system_uuid: randomUUID(),
+        system_uuid: uuid(),
         full_name: 'New',
         timezone: 'Europe/Berlin',
       })
