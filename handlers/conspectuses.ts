@@ -6,11 +6,22 @@ import {
   type Conspectus,
   type ConspectusContent,
   type ReviewedNoteRow,
+  type ReviewFacts,
+  type ReviewMove,
   reviewedNoteQuery,
+  reviewLogStatement,
   reviewStatement,
 } from '../src/repositories/conspectuses.js'
 import type { Owner } from '../src/repositories/users.js'
-import { FIRST_SLOT, nextReviewAt, reviewMoves } from '../src/schedule/leitner.js'
+import { DEFAULT_DESIRED_RETENTION, type FsrsMemory, fsrsReview, NEW_MEMORY } from '../src/schedule/fsrs.js'
+import {
+  FIRST_SLOT,
+  INTERVAL_DAYS,
+  nextReviewAt,
+  type ReviewOutcome,
+  reviewMoves,
+  studyDayNumber,
+} from '../src/schedule/leitner.js'
 import { invalidQueryParameter } from '../src/validation/request-validation-error.js'
 import { answerMissingParent, ownerRead, requireOwner } from './owner.js'
 import type { HandlerDeps, ServiceHandlers } from './types.js'
@@ -54,8 +65,49 @@ function takeReviewedNote(row: ReviewedNoteRow | undefined): ReviewedNote {
       review_count: row.review_count!,
       created_at: row.created_at!,
       updated_at: row.updated_at!,
+      schedule_policy: row.schedule_policy!,
+      desired_retention: row.desired_retention ?? null,
+      memory: row.memory ?? null,
     },
     version: row.version,
+  }
+}
+
+/** Times as the store is sent them: postgres.js reads a timestamptz as a Date, the types say string. */
+const isoText = (at: string | Date) => (typeof at === 'string' ? at : at.toISOString())
+
+/** Where a review moves a note, by its policy, and what the review log keeps of it. */
+function decideReview(note: ReviewedNote, outcome: ReviewOutcome, at: Date): { move: ReviewMove; facts: ReviewFacts } {
+  const { row, owner } = note
+  if (row.schedule_policy === 'fsrs') {
+    const review = fsrsReview(
+      row.memory ?? NEW_MEMORY,
+      row.last_reviewed_at ? new Date(row.last_reviewed_at) : null,
+      outcome,
+      at,
+      owner.timezone,
+      row.desired_retention ?? DEFAULT_DESIRED_RETENTION,
+    )
+    return {
+      move: { slot: review.slot, next_review_at: review.next_review_at.toISOString(), memory: review.memory },
+      facts: {
+        outcome,
+        schedule_policy: 'fsrs',
+        elapsed_days: review.elapsed_days,
+        scheduled_days: review.scheduled_days,
+      },
+    }
+  }
+  const move = reviewMoves(outcome, at, owner.timezone)[row.slot]
+  const since = new Date(row.last_reviewed_at ?? row.created_at)
+  return {
+    move: { slot: move.slot, next_review_at: move.next_review_at, memory: null },
+    facts: {
+      outcome,
+      schedule_policy: 'leitner',
+      elapsed_days: Math.max(0, studyDayNumber(at, owner.timezone) - studyDayNumber(since, owner.timezone)),
+      scheduled_days: INTERVAL_DAYS[move.slot],
+    },
   }
 }
 
@@ -67,6 +119,10 @@ export function createConspectusHandlers({
   return {
     async createConspectus(request, reply) {
       const body = request.body
+      const policy = body.schedule_policy ?? 'leitner'
+      if (policy === 'leitner' && body.desired_retention !== undefined)
+        throw appError('CONSPECTUS_DESIRED_RETENTION_WITHOUT_FSRS')
+      const fsrs = policy === 'fsrs'
       return answerIdempotently(request, reply, ownerRead(db, body), async ({ repos }, owner) => {
         const at = now()
         const conspectus = await answerMissingParent(
@@ -78,6 +134,9 @@ export function createConspectusHandlers({
             slot: FIRST_SLOT,
             next_review_at: nextReviewAt(at, FIRST_SLOT, owner.timezone),
             created_at: at,
+            schedule_policy: policy,
+            desired_retention: fsrs ? (body.desired_retention ?? DEFAULT_DESIRED_RETENTION) : null,
+            memory: fsrs ? (NEW_MEMORY as FsrsMemory) : null,
           }),
         )
         return { status: 201, body: conspectus }
@@ -119,7 +178,7 @@ export function createConspectusHandlers({
         take: takeReviewedNote,
         write: (note) => {
           const at = now()
-          const move = reviewMoves(body.outcome, at, note.owner.timezone)[note.row.slot]
+          const { move, facts } = decideReview(note, body.outcome, at)
           const atText = at.toISOString()
           const reviewed: Conspectus = {
             ...note.row,
@@ -128,16 +187,19 @@ export function createConspectusHandlers({
             last_reviewed_at: atText,
             review_count: note.row.review_count + 1,
             updated_at: atText,
+            memory: move.memory,
+          }
+          const ids = { user_id: note.owner.client_uuid, conspectus_uuid: note.row.conspectus_uuid }
+          const before: ReviewMove = {
+            slot: note.row.slot,
+            next_review_at: isoText(note.row.next_review_at),
+            memory: note.row.memory,
           }
           return {
             status: 200,
             body: reviewed,
-            statement: reviewStatement(
-              db.sql,
-              { user_id: note.owner.client_uuid, conspectus_uuid: note.row.conspectus_uuid, version: note.version },
-              move,
-              atText,
-            ),
+            statement: reviewStatement(db.sql, { ...ids, version: note.version }, move, atText),
+            alongside: reviewLogStatement(db.sql, { ...ids, before }, move, facts, atText),
           }
         },
       })

@@ -9,6 +9,7 @@ export interface Erased {
   conspectuses: number
   error_logs: number
   stored_answers: number
+  review_logs: number
 }
 
 export function createLearnerRepository(db: Db) {
@@ -41,6 +42,8 @@ export function createLearnerRepository(db: Db) {
       if (!owner) return undefined
       const userId = owner.client_uuid
 
+      // The review log first: its entries would go with their notes (on delete cascade), uncounted.
+      const reviews = await db`delete from review_logs where user_id = ${userId} returning 1`
       const notes = await db<{ id: string }[]>`
         delete from conspectuses where user_id = ${userId} returning conspectus_uuid::text as id`
       const logs = await db<{ id: string }[]>`
@@ -63,7 +66,13 @@ export function createLearnerRepository(db: Db) {
         returning 1`
 
       await db`delete from users where client_uuid = ${userId}`
-      return { users: 1, conspectuses: notes.length, error_logs: logs.length, stored_answers: answers.length }
+      return {
+        users: 1,
+        conspectuses: notes.length,
+        error_logs: logs.length,
+        stored_answers: answers.length,
+        review_logs: reviews.length,
+      }
     },
   }
 }
