@@ -1123,7 +1123,7 @@ export interface components {
             dense_paragraph: string;
             /** @description Typically 5 to 7 bullets. */
             bullets: string[];
-            /** @default leitner */
+            /** @description `leitner` when absent. */
             schedule_policy?: components["schemas"]["SchedulePolicy"];
             /** @description For `fsrs` only (default 0.90); a `leitner` note with one answers 400 `CONS_103`. */
             desired_retention?: components["schemas"]["DesiredRetention"];
@@ -1465,8 +1465,7 @@ export interface components {
          *         "users": 1,
          *         "conspectuses": 12,
          *         "error_logs": 3,
-         *         "stored_answers": 5,
-         *         "review_logs": 40
+         *         "stored_answers": 5
          *       }
          *     }
          */
@@ -1478,8 +1477,6 @@ export interface components {
                 users: number;
                 conspectuses: number;
                 error_logs: number;
-                /** @description Entries of the review log. */
-                review_logs: number;
                 /** @description Stored Idempotency-Key answers that held the learner or their notes or error logs. */
                 stored_answers: number;
             };

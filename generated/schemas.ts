@@ -615,7 +615,7 @@ export const schemas = {
       },
       "schedule_policy": {
         "$ref": "https://study-service/schemas/SchedulePolicy",
-        "default": "leitner"
+        "description": "`leitner` when absent."
       },
       "desired_retention": {
         "$ref": "https://study-service/schemas/DesiredRetention",
@@ -1385,8 +1385,7 @@ export const schemas = {
           "users",
           "conspectuses",
           "error_logs",
-          "stored_answers",
-          "review_logs"
+          "stored_answers"
         ],
         "additionalProperties": false,
         "properties": {
@@ -1403,11 +1402,6 @@ export const schemas = {
             "type": "integer",
             "minimum": 0
           },
-          "review_logs": {
-            "type": "integer",
-            "minimum": 0,
-            "description": "Entries of the review log."
-          },
           "stored_answers": {
             "type": "integer",
             "minimum": 0,
@@ -1423,8 +1417,7 @@ export const schemas = {
           "users": 1,
           "conspectuses": 12,
           "error_logs": 3,
-          "stored_answers": 5,
-          "review_logs": 40
+          "stored_answers": 5
         }
       }
     ]

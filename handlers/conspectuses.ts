@@ -6,22 +6,12 @@ import {
   type Conspectus,
   type ConspectusContent,
   type ReviewedNoteRow,
-  type ReviewFacts,
-  type ReviewMove,
   reviewedNoteQuery,
   reviewLogStatement,
   reviewStatement,
 } from '../src/repositories/conspectuses.js'
 import type { Owner } from '../src/repositories/users.js'
-import { DEFAULT_DESIRED_RETENTION, type FsrsMemory, fsrsReview, NEW_MEMORY } from '../src/schedule/fsrs.js'
-import {
-  FIRST_SLOT,
-  INTERVAL_DAYS,
-  nextReviewAt,
-  type ReviewOutcome,
-  reviewMoves,
-  studyDayNumber,
-} from '../src/schedule/leitner.js'
+import { decideReview, newNoteSchedule, type ReviewMove } from '../src/schedule/policy.js'
 import { invalidQueryParameter } from '../src/validation/request-validation-error.js'
 import { answerMissingParent, ownerRead, requireOwner } from './owner.js'
 import type { HandlerDeps, ServiceHandlers } from './types.js'
@@ -76,41 +66,6 @@ function takeReviewedNote(row: ReviewedNoteRow | undefined): ReviewedNote {
 /** Times as the store is sent them: postgres.js reads a timestamptz as a Date, the types say string. */
 const isoText = (at: string | Date) => (typeof at === 'string' ? at : at.toISOString())
 
-/** Where a review moves a note, by its policy, and what the review log keeps of it. */
-function decideReview(note: ReviewedNote, outcome: ReviewOutcome, at: Date): { move: ReviewMove; facts: ReviewFacts } {
-  const { row, owner } = note
-  if (row.schedule_policy === 'fsrs') {
-    const review = fsrsReview(
-      row.memory ?? NEW_MEMORY,
-      row.last_reviewed_at ? new Date(row.last_reviewed_at) : null,
-      outcome,
-      at,
-      owner.timezone,
-      row.desired_retention ?? DEFAULT_DESIRED_RETENTION,
-    )
-    return {
-      move: { slot: review.slot, next_review_at: review.next_review_at.toISOString(), memory: review.memory },
-      facts: {
-        outcome,
-        schedule_policy: 'fsrs',
-        elapsed_days: review.elapsed_days,
-        scheduled_days: review.scheduled_days,
-      },
-    }
-  }
-  const move = reviewMoves(outcome, at, owner.timezone)[row.slot]
-  const since = new Date(row.last_reviewed_at ?? row.created_at)
-  return {
-    move: { slot: move.slot, next_review_at: move.next_review_at, memory: null },
-    facts: {
-      outcome,
-      schedule_policy: 'leitner',
-      elapsed_days: Math.max(0, studyDayNumber(at, owner.timezone) - studyDayNumber(since, owner.timezone)),
-      scheduled_days: INTERVAL_DAYS[move.slot],
-    },
-  }
-}
-
 export function createConspectusHandlers({
   db,
   answerIdempotently,
@@ -122,7 +77,6 @@ export function createConspectusHandlers({
       const policy = body.schedule_policy ?? 'leitner'
       if (policy === 'leitner' && body.desired_retention !== undefined)
         throw appError('CONSPECTUS_DESIRED_RETENTION_WITHOUT_FSRS')
-      const fsrs = policy === 'fsrs'
       return answerIdempotently(request, reply, ownerRead(db, body), async ({ repos }, owner) => {
         const at = now()
         const conspectus = await answerMissingParent(
@@ -131,12 +85,8 @@ export function createConspectusHandlers({
             cue_sheet: body.cue_sheet,
             dense_paragraph: body.dense_paragraph,
             bullets: body.bullets,
-            slot: FIRST_SLOT,
-            next_review_at: nextReviewAt(at, FIRST_SLOT, owner.timezone),
+            ...newNoteSchedule(policy, body.desired_retention, at, owner.timezone),
             created_at: at,
-            schedule_policy: policy,
-            desired_retention: fsrs ? (body.desired_retention ?? DEFAULT_DESIRED_RETENTION) : null,
-            memory: fsrs ? (NEW_MEMORY as FsrsMemory) : null,
           }),
         )
         return { status: 201, body: conspectus }
@@ -178,7 +128,7 @@ export function createConspectusHandlers({
         take: takeReviewedNote,
         write: (note) => {
           const at = now()
-          const { move, facts } = decideReview(note, body.outcome, at)
+          const { move, facts } = decideReview(note.row, body.outcome, at, note.owner.timezone)
           const atText = at.toISOString()
           const reviewed: Conspectus = {
             ...note.row,

@@ -2,7 +2,8 @@
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
 import type { FsrsMemory } from '../schedule/fsrs.js'
-import type { ReviewOutcome, Slot } from '../schedule/leitner.js'
+import type { Slot } from '../schedule/leitner.js'
+import type { ReviewFacts, ReviewMove, SchedulePolicy } from '../schedule/policy.js'
 import type { Owner, UserKey } from './users.js'
 import { jsonb } from '../library-types.js'
 import { keysetPage } from '../pagination/keyset-page.js'
@@ -13,8 +14,6 @@ export type ScheduleCounts = { total: number; due_now_count: number; slots: Reco
 
 /** What deleting a note did: false when it is not the user's (any more). */
 export type Deletion = { deleted: false } | { deleted: true; unlinked_error_logs: number }
-
-export type SchedulePolicy = Conspectus['schedule_policy']
 
 export interface NewConspectus {
   title: string | null
@@ -58,21 +57,6 @@ export function reviewedNoteQuery(db: Db, key: UserKey, conspectusUuid: string) 
     select u.client_uuid, u.timezone, ${db.unsafe(RESPONSE_COLUMNS_SQL)}, c.xmin::text as version
     from users u left join conspectuses c on c.user_id = u.client_uuid and c.conspectus_uuid = ${conspectusUuid}
     where u.system_uuid = ${key.system_uuid} and u.system_user_id = ${key.system_user_id}`
-}
-
-/** Where a review moved a note: its slot and due time, and for an fsrs note its memory. */
-export interface ReviewMove {
-  slot: Slot
-  next_review_at: string
-  memory: FsrsMemory | null
-}
-
-/** What the review log keeps of a review beside the note's state before and after. */
-export interface ReviewFacts {
-  outcome: ReviewOutcome
-  schedule_policy: SchedulePolicy
-  elapsed_days: number
-  scheduled_days: number
 }
 
 /**

@@ -9,7 +9,6 @@ export interface Erased {
   conspectuses: number
   error_logs: number
   stored_answers: number
-  review_logs: number
 }
 
 export function createLearnerRepository(db: Db) {
@@ -25,9 +24,11 @@ export function createLearnerRepository(db: Db) {
      *    transaction and then fails its foreign key (it answers 404). PUT/PATCH of the user wait
      *    the same way and then find no row.
      * 2. Notes, then error logs (a note DELETE locks its note, then its error logs: the same order,
-     *    so the two never wait on each other in a cycle). A review or edit in flight holds its
-     *    note: the DELETE waits for it to commit, so its stored answer is visible to step 3; one
-     *    arriving later finds the note gone and answers 404.
+     *    so the two never wait on each other in a cycle). A note's reviews go with it (the review
+     *    log's ON DELETE CASCADE: the note, then its reviews, the order a note DELETE and a review
+     *    take them in). A review or edit in flight holds its note: the DELETE waits for it to
+     *    commit, so its stored answer is visible to step 3; one arriving later finds the note
+     *    gone and answers 404.
      * 3. Stored answers, by any key: every answer is the JSON a write sent, and each one about
      *    this learner names the user (client_uuid, or the owner key), one of the notes or one of
      *    the error logs just deleted. The user's own PUT/PATCH scopes (the path names the
@@ -42,8 +43,6 @@ export function createLearnerRepository(db: Db) {
       if (!owner) return undefined
       const userId = owner.client_uuid
 
-      // The review log first: its entries would go with their notes (on delete cascade), uncounted.
-      const reviews = await db`delete from review_logs where user_id = ${userId} returning 1`
       const notes = await db<{ id: string }[]>`
         delete from conspectuses where user_id = ${userId} returning conspectus_uuid::text as id`
       const logs = await db<{ id: string }[]>`
@@ -66,13 +65,7 @@ export function createLearnerRepository(db: Db) {
         returning 1`
 
       await db`delete from users where client_uuid = ${userId}`
-      return {
-        users: 1,
-        conspectuses: notes.length,
-        error_logs: logs.length,
-        stored_answers: answers.length,
-        review_logs: reviews.length,
-      }
+      return { users: 1, conspectuses: notes.length, error_logs: logs.length, stored_answers: answers.length }
     },
   }
 }
