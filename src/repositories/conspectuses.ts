@@ -97,7 +97,7 @@ export function reviewLogStatement(
   facts: ReviewFacts,
   at: string,
 ) {
-  const json = (memory: FsrsMemory | null) => (memory ? jsonb(db, memory as unknown as Record<string, unknown>) : null)
+  const json = (memory: FsrsMemory | null) => (memory ? jsonb(db, memory) : null)
   return db`
     insert into review_logs (user_id, conspectus_uuid, reviewed_at, outcome, schedule_policy, elapsed_days,
       scheduled_days, slot_before, slot_after, next_review_before, next_review_after, memory_before, memory_after)
