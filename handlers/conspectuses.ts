@@ -75,9 +75,10 @@ export function createConspectusHandlers({
     async createConspectus(request, reply) {
       const body = request.body
       const policy = body.schedule_policy ?? 'leitner'
-      if (policy === 'leitner' && body.desired_retention !== undefined)
-        throw appError('CONSPECTUS_DESIRED_RETENTION_WITHOUT_FSRS')
       return answerIdempotently(request, reply, ownerRead(db, body), async ({ repos }, owner) => {
+        // Refused after the key's lookup, so that a key reused with another body is 409 first.
+        if (policy === 'leitner' && body.desired_retention !== undefined)
+          throw appError('CONSPECTUS_DESIRED_RETENTION_WITHOUT_FSRS')
         const at = now()
         const conspectus = await answerMissingParent(
           repos.conspectuses.create(owner.client_uuid, {
