@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: drill-failover drill-restore format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-stages bench-instructions bench-keys bench-otel bench-otel-instructions bench-soak mutation test-alerts test-readme test-suite test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench bench-telemetry bench-learner-data contract clean
+.PHONY: bench-scheduler drill-failover drill-restore format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-stages bench-instructions bench-keys bench-otel bench-otel-instructions bench-soak mutation test-alerts test-readme test-suite test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench bench-telemetry bench-learner-data contract clean
 
 # The production image's Node.js (the Dockerfile's NODE_IMAGE), from the npm registry's
 # node-<platform>-<arch> package, kept in .cache/ (not a project dependency). The tests run on it.
@@ -172,6 +172,10 @@ migrate: node_modules
 ## Telemetry at scale: N events through the batch API (default 100M, tens of GB; BENCH_EVENTS=2000000 for less), disk per event, KPIs, two days archived at the KPI horizon and dropped (one as seeded, one out of the page cache as at retention age), an erasure. BENCH_DAYS=3 BENCH_EVENTS=42900000: the 100M week's density in three days; BENCH_KEEP=1 keeps the database.
 bench-telemetry: node_modules
 	npx tsx bench/telemetry.ts
+
+## Schedule policies on simulated learners (half-life-regression memory, fixed seed): Leitner and FSRS at 0.80, 0.85, 0.90 desired retention, through the service's scheduling code; reviews per note per year, true recall at review and on a random day (bench/scheduler.md). BENCH_LEARNERS, BENCH_SEED.
+bench-scheduler: node_modules
+	npx tsx bench/scheduler.ts
 
 ## The export of a learner with 10,000 notes: time to the last byte and the server's RSS growth (targets < 2 s, < 50 MB); then its erasure (bench/learner-data.md). BENCH_NOTES, BENCH_LOGS, BENCH_RUNS.
 bench-learner-data: node_modules build

@@ -49,8 +49,13 @@ export interface Uniques {
  */
 export async function createBenchRequests(sql: postgres.Sql, serviceBase: string, uniques?: Uniques) {
   const users = await sql<UserKey[]>`select system_user_id, system_uuid from users order by system_user_id`
-  const notes = await sql<(UserKey & { id: string })[]>`
-    select c.conspectus_uuid::text as id, u.system_user_id, u.system_uuid from conspectuses c join users u on u.client_uuid = c.user_id`
+  const allNotes = await sql<(UserKey & { id: string; schedule_policy: string })[]>`
+    select c.conspectus_uuid::text as id, u.system_user_id, u.system_uuid, c.schedule_policy
+    from conspectuses c join users u on u.client_uuid = c.user_id`
+  const notesOf = {
+    leitner: allNotes.filter((c) => c.schedule_policy === 'leitner'),
+    fsrs: allNotes.filter((c) => c.schedule_policy === 'fsrs'),
+  }
   // User bodies carry a time zone, as a client's usually do.
   const replayBody = JSON.stringify({
     system_user_id: 'replay-user',
@@ -109,7 +114,9 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
         path: `/api/v1/conspectuses/due?system_user_id=${owner.system_user_id}&system_uuid=${owner.system_uuid}&limit=50`,
       }
     },
-    review(outcome: 'remembered' | 'forgot' = 'remembered'): BenchRequest {
+    /** A review of a note of the policy (the harness seeds one FSRS note for most learners). */
+    review(outcome: 'remembered' | 'forgot' = 'remembered', policy: 'leitner' | 'fsrs' = 'leitner'): BenchRequest {
+      const notes = notesOf[policy]
       const note = notes[n++ % notes.length]!
       const body = JSON.stringify({ system_user_id: note.system_user_id, system_uuid: note.system_uuid, outcome })
       return {
