@@ -220,10 +220,13 @@ export interface paths {
          * Save a conspectus
          * @description Saves a study note after a learning session. The server sets the schedule: slot `A`,
          *     `next_review_at` at 04:00 in the owner's time zone on the next local day,
-         *     `last_reviewed_at: null`, `review_count: 0`.
+         *     `last_reviewed_at: null`, `review_count: 0`. `schedule_policy` chooses how reviews move
+         *     it: `leitner` (the default: the fixed ladder) or `fsrs` (FSRS-6 with its default weights,
+         *     aiming at `desired_retention`, 0.70 to 0.97, default 0.90).
          *
-         *     Business errors: 404 `USER_404` when the owner does not exist; 400 `COMMON_400` for a
-         *     missing or malformed `Idempotency-Key`; 409 `COMMON_409` for a reused key with another body.
+         *     Business errors: 404 `USER_404` when the owner does not exist; 400 `CONS_103` for a
+         *     `desired_retention` on a `leitner` note; 400 `COMMON_400` for a missing or malformed
+         *     `Idempotency-Key`; 409 `COMMON_409` for a reused key with another body.
          */
         post: operations["createConspectus"];
         delete?: never;
@@ -317,11 +320,16 @@ export interface paths {
         put?: never;
         /**
          * Record a review
-         * @description Moves the conspectus on the Leitner ladder: `remembered` moves one slot up (D stays D),
-         *     `forgot` goes back to A. `next_review_at` becomes 04:00 in the owner's time zone on the
-         *     local day that is the slot's interval (A 1, B 3, C 7, D 21 days) after the review's local
-         *     day (a review before 04:00 local counts for the previous day). Sets `last_reviewed_at`
-         *     and increments `review_count`. A replay returns the stored answer and moves nothing.
+         * @description Moves the conspectus by its `schedule_policy`. On the Leitner ladder, `remembered` moves
+         *     one slot up (D stays D), `forgot` goes back to A, and the interval is the slot's (A 1,
+         *     B 3, C 7, D 21 days). Under FSRS, `forgot` is graded Again and `remembered` Good; the
+         *     note's `memory` is updated and the interval is FSRS's for the note's `desired_retention`,
+         *     in whole days (at least 1); the slot is the stability band (see `Slot`). Either way
+         *     `next_review_at` becomes 04:00 in the owner's time zone on the local day that is the
+         *     interval after the review's local day (a review before 04:00 local counts for the
+         *     previous day), `last_reviewed_at` is set, `review_count` incremented, and the review is
+         *     appended to the learner's review log (in the export). A replay returns the stored answer
+         *     and moves nothing.
          *
          *     Business errors: 404 `USER_404`; 404 `CONS_404` (missing or another user's conspectus);
          *     400 `COMMON_400` / 409 `COMMON_409` for Idempotency-Key problems.
@@ -674,8 +682,13 @@ export interface paths {
         };
         /**
          * List the database keys, oldest first
-         * @description Every key made through these operations (revoked and expired ones too), ordered by
-         *     `created_at`, then `id`, in pages: pass `next_cursor` as `cursor` for the next page; a
+         * @description The keys made through these operations (revoked and expired ones too) within the
+         *     caller's reach, ordered by `created_at`, then `id`, in pages. The reach of an `API_KEYS`
+         *     key is every key; of any other key, the keys of its own partner that it could have
+         *     created: scopes, systems, rate limit, requests in progress, body bytes in flight and
+         *     expiry none wider than its own. Every admin operation holds the same reach: a key outside
+         *     it is answered as absent (404 `KEYS_404` on read, roll and revoke; left out of lists and
+         *     of the audit), never 403, so that no answer tells whether it exists. Pages: pass `next_cursor` as `cursor` for the next page; a
          *     cursor this service could not have issued is 422 `COMMON_422`. No secret and no digest
          *     is ever listed. Keys of `API_KEYS` and `API_KEYS_FILE` are configuration, not data, and
          *     are not listed.
@@ -692,15 +705,24 @@ export interface paths {
          *     same body) answers the key **without** `secret`. A client that lost the first answer
          *     rolls the key to get a new secret.
          *
-         *     The key takes effect on every replica within a second of this answer. Omitted fields
-         *     take the creator's: `scopes` defaults to the creator's scopes without the explicit-only
-         *     ones (`telemetry:erase`, `users:erase`, `keys:admin`), `systems` to the creator's
-         *     systems. A key may grant only what its creator holds: a scope or a system the creator
-         *     lacks answers 403 `KEYS_403`; `keys:admin` is granted only when named.
+         *     The key takes effect on every replica within a second of this answer. It belongs to its
+         *     creator's partner (`partner`). Omitted fields take the creator's: `scopes` defaults to
+         *     the creator's scopes without the explicit-only ones (`telemetry:erase`, `users:erase`,
+         *     `keys:admin`), `systems`, `rate_limit`, `max_concurrent_requests`,
+         *     `max_body_bytes_in_flight` and `expires_at` to the creator's. A key is never wider than
+         *     its creator: a scope or a system the creator lacks, a `rate_limit` with a larger `max` or
+         *     more requests per unit of time, a larger `max_concurrent_requests` or
+         *     `max_body_bytes_in_flight` (a creator without its own compares by the service's default),
+         *     or an `expires_at` after the creator's, answers 403 `KEYS_403` with a `key` that names the
+         *     field; `keys:admin` is granted only when named. Revoking a key, or its expiry, ends the
+         *     keys it created with it (and theirs).
+         *
+         *     Answers carrying a secret say `Cache-Control: no-store`.
          *
          *     Business errors: 403 `KEYS_403` (grants more than the creator holds); 409 `KEYS_409`
-         *     (the id is taken: by a database key, revoked ones included, by an `API_KEYS_FILE` entry,
-         *     or of the `key-<12 hex>` form of `API_KEYS` keys); 400 `KEYS_400`
+         *     (the id is taken, compared without case: by a database key of any partner, revoked ones
+         *     included, by an `API_KEYS_FILE` entry, or of the `key-<12 hex>` form of `API_KEYS` keys;
+         *     ids are one namespace, so this says only that the id is taken); 400 `KEYS_400`
          *     (`max_body_bytes_in_flight` outside this service's range); 400 `COMMON_400` / 409
          *     `COMMON_409` for Idempotency-Key problems.
          */
@@ -724,8 +746,10 @@ export interface paths {
         /**
          * Read one database key
          * @description The key's fields, `last_used_at` (to the hour) and `status`; never its secret or digest.
+         *     The id compares without case.
          *
-         *     Business errors: 404 `KEYS_404` when no database key has this id.
+         *     Business errors: 404 `KEYS_404` when no database key within the caller's reach (see the
+         *     key list) has this id.
          */
         get: operations["getApiKey"];
         put?: never;
@@ -736,10 +760,12 @@ export interface paths {
          *     (connections already open included). The key stays listed with `revoked_at`; its id is
          *     never issued again.
          *
-         *     No `Idempotency-Key`: revoking is idempotent by itself. A repeated DELETE answers 200
-         *     with the same `revoked_at` and leaves no second audit row.
+         *     Every key it created is revoked with it, and theirs, each with its own audit row (a
+         *     revoked key creates nothing more). No `Idempotency-Key`: revoking is idempotent by itself.
+         *     A repeated DELETE answers 200 with the same `revoked_at` and leaves no second audit row.
          *
-         *     Business errors: 404 `KEYS_404` when no database key has this id.
+         *     Business errors: 404 `KEYS_404` when no database key within the caller's reach (see the
+         *     key list) has this id.
          */
         delete: operations["revokeApiKey"];
         options?: never;
@@ -764,9 +790,11 @@ export interface paths {
          * @description Issues a new secret (answered in `secret`, this once, as on create) and lets the key's
          *     older secrets work for `expires_in_seconds` more (0: they stop now; default 86400, at
          *     most 604800), never longer than they already would. `previous_secret_expires_at` says
-         *     when the last of them stops. A replay answers the key without `secret`.
+         *     when the last of them stops. A replay answers the key without `secret`. Answers carrying
+         *     a secret say `Cache-Control: no-store`.
          *
-         *     Business errors: 404 `KEYS_404`; 409 `KEYS_409` when the key is revoked; 400
+         *     Business errors: 404 `KEYS_404` when no database key within the caller's reach (see the
+         *     key list) has this id; 409 `KEYS_409` when the key is revoked; 400
          *     `COMMON_400` / 409 `COMMON_409` for Idempotency-Key problems.
          */
         post: operations["rollApiKey"];
@@ -785,10 +813,13 @@ export interface paths {
         };
         /**
          * The admin actions, newest first
-         * @description One entry per action that changed a key (create, roll, revoke): who (the acting key's
-         *     id), what, on which key, when, and the request's `X-Request-Id`. Never a secret or a
-         *     digest. In pages, newest first, with the cursor rules of the key list; `key_id` keeps
-         *     the actions on one key.
+         * @description One entry per action that changed a key (create, roll, revoke; a revocation's keys each
+         *     have one): who (the acting key's id), what, on which key, when, the server's own id of
+         *     the request (`request_id`) and the `X-Request-Id` the client sent, if any
+         *     (`client_request_id`, the client's word). Never a secret or a digest. Only actions on
+         *     keys within the caller's reach (see the key list). In pages, newest first, with the
+         *     cursor rules of the key list; `key_id` (compared without case) keeps the actions on one
+         *     key.
          *
          *     Business errors: none beyond the common ones (401, 403, 422, 429).
          */
@@ -1105,10 +1136,43 @@ export interface components {
             timezone: string;
         };
         /**
-         * @description Leitner slot; intervals A 1 day, B 3 days, C 7 days, D 21 days.
+         * @description Leitner slot; intervals A 1 day, B 3 days, C 7 days, D 21 days. An `fsrs` note reports
+         *     its stability band here: A below 3 days, B below 10, C below 30, D 30 days or more (a
+         *     new note is A), so the due list, the slot filter and the schedule summary mean the same
+         *     for both policies.
          * @enum {string}
          */
         Slot: "A" | "B" | "C" | "D";
+        /**
+         * @description How reviews move a note: `leitner`, the fixed ladder (see `Slot`), or `fsrs`, the Free
+         *     Spaced Repetition Scheduler (FSRS-6, default weights), whose interval follows the note's
+         *     memory state and `desired_retention`.
+         * @enum {string}
+         */
+        SchedulePolicy: "leitner" | "fsrs";
+        /** @description The recall probability at which an `fsrs` note falls due. Higher means more reviews. */
+        DesiredRetention: number;
+        /**
+         * @description An `fsrs` note's memory state, as FSRS keeps it.
+         * @example {
+         *       "state": "review",
+         *       "stability": 3.1262,
+         *       "difficulty": 2.1181,
+         *       "reps": 1,
+         *       "lapses": 0
+         *     }
+         */
+        ScheduleMemory: {
+            /** @enum {string} */
+            state: "new" | "learning" | "review" | "relearning";
+            /** @description Days until recall falls to 90 %. */
+            stability: number;
+            /** @description FSRS difficulty, 1 (easy) to 10 (hard); 0 while new. */
+            difficulty: number;
+            reps: number;
+            /** @description Reviews answered `forgot` after the first. */
+            lapses: number;
+        };
         /**
          * @description Any JSON object (never an array), at most 64 KiB as JSON. Recommended convention:
          *     optional string `topic`; array `rows` in top-to-bottom order, each row an object with
@@ -1164,6 +1228,10 @@ export interface components {
             dense_paragraph: string;
             /** @description Typically 5 to 7 bullets. */
             bullets: string[];
+            /** @description `leitner` when absent. */
+            schedule_policy?: components["schemas"]["SchedulePolicy"];
+            /** @description For `fsrs` only (default 0.90); a `leitner` note with one answers 400 `CONS_103`. */
+            desired_retention?: components["schemas"]["DesiredRetention"];
         };
         /**
          * @description The owner key plus at least one content field.
@@ -1215,7 +1283,10 @@ export interface components {
          *       "last_reviewed_at": null,
          *       "review_count": 0,
          *       "created_at": "2026-11-23T10:00:00.000Z",
-         *       "updated_at": "2026-11-23T10:00:00.000Z"
+         *       "updated_at": "2026-11-23T10:00:00.000Z",
+         *       "schedule_policy": "leitner",
+         *       "desired_retention": null,
+         *       "memory": null
          *     }
          */
         ConspectusResponse: {
@@ -1240,6 +1311,11 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            schedule_policy: components["schemas"]["SchedulePolicy"];
+            /** @description The `fsrs` note's desired retention; null for a `leitner` note. */
+            desired_retention: number | null;
+            /** @description The `fsrs` note's memory state; null for a `leitner` note. */
+            memory: components["schemas"]["ScheduleMemory"] | null;
         };
         /**
          * @example {
@@ -1366,7 +1442,16 @@ export interface components {
          *           "last_reviewed_at": null,
          *           "review_count": 0,
          *           "created_at": "2026-11-23T10:00:00.000Z",
-         *           "updated_at": "2026-11-23T10:00:00.000Z"
+         *           "updated_at": "2026-11-23T10:00:00.000Z",
+         *           "schedule_policy": "fsrs",
+         *           "desired_retention": 0.9,
+         *           "memory": {
+         *             "state": "new",
+         *             "stability": 0,
+         *             "difficulty": 0,
+         *             "reps": 0,
+         *             "lapses": 0
+         *           }
          *         }
          *       ],
          *       "next_cursor": null
@@ -1393,6 +1478,60 @@ export interface components {
             unlinked_error_logs: number;
         };
         /**
+         * @description One review of a note, as it moved the note. Days are whole study days in the learner's
+         *     time zone (the day rolls over at 04:00 local): `elapsed_days` since the previous review
+         *     (or, for a first review, since the note was created; 0 for an `fsrs` note's first),
+         *     `scheduled_days` until the next.
+         * @example {
+         *       "review_uuid": "5d2a4c1e-8b7f-4e3a-9c6d-1f0e2b3a4c5d",
+         *       "conspectus_uuid": "0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f",
+         *       "reviewed_at": "2026-11-24T08:15:00.000Z",
+         *       "outcome": "remembered",
+         *       "schedule_policy": "fsrs",
+         *       "elapsed_days": 0,
+         *       "scheduled_days": 3,
+         *       "slot_before": "A",
+         *       "slot_after": "B",
+         *       "next_review_before": "2026-11-24T04:00:00.000Z",
+         *       "next_review_after": "2026-11-27T04:00:00.000Z",
+         *       "memory_before": {
+         *         "state": "new",
+         *         "stability": 0,
+         *         "difficulty": 0,
+         *         "reps": 0,
+         *         "lapses": 0
+         *       },
+         *       "memory_after": {
+         *         "state": "review",
+         *         "stability": 3.1262,
+         *         "difficulty": 2.1181,
+         *         "reps": 1,
+         *         "lapses": 0
+         *       }
+         *     }
+         */
+        ReviewLogEntry: {
+            /** Format: uuid */
+            review_uuid: string;
+            /** Format: uuid */
+            conspectus_uuid: string;
+            /** Format: date-time */
+            reviewed_at: string;
+            /** @enum {string} */
+            outcome: "remembered" | "forgot";
+            schedule_policy: components["schemas"]["SchedulePolicy"];
+            elapsed_days: number;
+            scheduled_days: number;
+            slot_before: components["schemas"]["Slot"];
+            slot_after: components["schemas"]["Slot"];
+            /** Format: date-time */
+            next_review_before: string;
+            /** Format: date-time */
+            next_review_after: string;
+            memory_before: components["schemas"]["ScheduleMemory"] | null;
+            memory_after: components["schemas"]["ScheduleMemory"] | null;
+        };
+        /**
          * @description Everything the service holds about one learner.
          * @example {
          *       "exported_at": "2026-11-28T09:00:00.000Z",
@@ -1409,7 +1548,8 @@ export interface components {
          *         "timezone": "Europe/London"
          *       },
          *       "conspectuses": [],
-         *       "error_logs": []
+         *       "error_logs": [],
+         *       "review_logs": []
          *     }
          */
         UserExport: {
@@ -1420,6 +1560,8 @@ export interface components {
             conspectuses: components["schemas"]["ConspectusResponse"][];
             /** @description Every error log, oldest first. */
             error_logs: components["schemas"]["ErrorLogResponse"][];
+            /** @description Every review of the learner's notes, oldest first. */
+            review_logs: components["schemas"]["ReviewLogEntry"][];
         };
         /**
          * @description Everything the service holds about one learner addressed by identity; its notes and error logs name the learner's system, null when it was cleared.
@@ -1438,7 +1580,8 @@ export interface components {
          *         "timezone": "Europe/London"
          *       },
          *       "conspectuses": [],
-         *       "error_logs": []
+         *       "error_logs": [],
+         *       "review_logs": []
          *     }
          */
         LearnerExport: {
@@ -1449,6 +1592,8 @@ export interface components {
             conspectuses: components["schemas"]["ExportedConspectus"][];
             /** @description Every error log, oldest first. */
             error_logs: components["schemas"]["ExportedErrorLog"][];
+            /** @description Every review of the learner's notes, oldest first. */
+            review_logs: components["schemas"]["ReviewLogEntry"][];
         };
         /**
          * @example {
@@ -1469,7 +1614,10 @@ export interface components {
          *       "last_reviewed_at": null,
          *       "review_count": 0,
          *       "created_at": "2026-11-23T10:00:00.000Z",
-         *       "updated_at": "2026-11-23T10:00:00.000Z"
+         *       "updated_at": "2026-11-23T10:00:00.000Z",
+         *       "schedule_policy": "leitner",
+         *       "desired_retention": null,
+         *       "memory": null
          *     }
          */
         ExportedConspectus: {
@@ -1497,6 +1645,11 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            schedule_policy: components["schemas"]["SchedulePolicy"];
+            /** @description The `fsrs` note's desired retention; null for a `leitner` note. */
+            desired_retention: number | null;
+            /** @description The `fsrs` note's memory state; null for a `leitner` note. */
+            memory: components["schemas"]["ScheduleMemory"] | null;
         };
         /**
          * @example {
@@ -1609,6 +1762,7 @@ export interface components {
          *       "id": "acme-web",
          *       "secret": "ssk_3q2-7wEXAMPLEonlyXXXXXXXXXXXXXXXXXXXXXXXXXXX",
          *       "prefix": "ssk_3q2-",
+         *       "partner": "key-1a2b3c4d5e6f",
          *       "status": "active",
          *       "scopes": [
          *         "telemetry:ingest"
@@ -1637,6 +1791,8 @@ export interface components {
             secret?: string;
             /** @description The first 8 characters of the current secret (`ssk_` and 4 more), to tell keys apart. */
             prefix: string;
+            /** @description The partner the key belongs to: the id of its root configured key (API_KEYS or API_KEYS_FILE), its creator's partner. Its keys share the root's budgets. */
+            partner: string;
             /** @enum {string} */
             status: "active" | "expired" | "revoked";
             scopes: components["schemas"]["ApiKeyScope"][];
@@ -1650,7 +1806,7 @@ export interface components {
             max_body_bytes_in_flight: number | null;
             /** Format: date-time */
             created_at: string;
-            /** @description The id of the key that created it. */
+            /** @description The id of the key that created it (revoking that key revokes this one). */
             created_by: string;
             /** Format: date-time */
             expires_at: string | null;
@@ -1681,8 +1837,10 @@ export interface components {
             /** @enum {string} */
             action: "key.create" | "key.roll" | "key.revoke";
             target_key_id: components["schemas"]["ApiKeyId"];
-            /** @description The X-Request-Id of the request that acted. */
+            /** @description The server's own id of the request that acted: its X-Request-Id when the client sent none, else one the server made (in the request's log line as server_request_id). */
             request_id: string;
+            /** @description The X-Request-Id the client sent, as the client's word; null when it sent none. */
+            client_request_id: string | null;
         };
         /**
          * @example {
@@ -1693,7 +1851,8 @@ export interface components {
          *           "actor_key_id": "key-1a2b3c4d5e6f",
          *           "action": "key.revoke",
          *           "target_key_id": "acme-web",
-         *           "request_id": "7d0c9f3e-1b2a-4c5d-8e9f-0a1b2c3d4e5f"
+         *           "request_id": "7d0c9f3e-1b2a-4c5d-8e9f-0a1b2c3d4e5f",
+         *           "client_request_id": null
          *         }
          *       ],
          *       "next_cursor": null
@@ -2177,7 +2336,7 @@ export interface components {
                 "application/json": components["schemas"]["ValidationErrorResponse"];
             };
         };
-        /** @description The client exceeded its rate limit (`COMMON_429` / `SECURITY_RATE_LIMIT_EXCEEDED`), has too many requests in progress at once (`SECURITY_CONCURRENT_REQUESTS_EXCEEDED`, `max_concurrent_requests`), or its request bodies in progress would take more than its bytes in flight (`SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED`, `max_body_bytes_in_flight`). The last two are answered before the body is read (the connection is closed); the client is its API key, or its address without a valid key. */
+        /** @description The client exceeded its rate limit (`COMMON_429` / `SECURITY_RATE_LIMIT_EXCEEDED`), has too many requests in progress at once (`SECURITY_CONCURRENT_REQUESTS_EXCEEDED`, `max_concurrent_requests`), or its request bodies in progress would take more than its bytes in flight (`SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED`, `max_body_bytes_in_flight`). The last two are answered before the body is read (the connection is closed); the client is its API key, or its address without a valid key. A stored key's request counts against its own limits and against its partner's (its root key's), with the same answers. */
         TooManyRequests: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2322,6 +2481,8 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description `no-store`: the answer may carry a secret; no cache keeps it. */
+        "Cache-Control-No-Store": "no-store";
         /** @description The request's correlation id (echoed or generated). */
         "X-Request-Id": string;
         /** @description Requests allowed per window for this client. */
@@ -3864,6 +4025,7 @@ export interface operations {
             /** @description The key, with `secret` unless this is a replay (`Idempotent-Replayed: true`). */
             201: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -4012,6 +4174,7 @@ export interface operations {
             /** @description The key with its new `secret` (not on a replay: `Idempotent-Replayed: true`). */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];

@@ -587,6 +587,16 @@ export const errorCatalogue = [
     ]
   },
   {
+    "code": "CONS_103",
+    "key": "CONSPECTUS_DESIRED_RETENTION_WITHOUT_FSRS",
+    "status": 400,
+    "source": "business",
+    "message": "desired_retention applies to schedule_policy fsrs only.",
+    "operations": [
+      "createConspectus"
+    ]
+  },
+  {
     "code": "CONS_404",
     "key": "CONSPECTUS_NOT_FOUND",
     "status": 404,
@@ -743,6 +753,30 @@ export const errorCatalogue = [
       "additionalProperties"
     ],
     "message": "The body contains a property that is not part of the schema."
+  },
+  {
+    "code": "CONS_027",
+    "key": "CONSPECTUS_CREATE_SCHEDULE_POLICY_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "schedule_policy",
+    "on": [
+      "*"
+    ],
+    "message": "schedule_policy must be leitner or fsrs."
+  },
+  {
+    "code": "CONS_028",
+    "key": "CONSPECTUS_CREATE_DESIRED_RETENTION_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "desired_retention",
+    "on": [
+      "*"
+    ],
+    "message": "desired_retention must be a number from 0.70 to 0.97."
   },
   {
     "code": "CONS_013",
@@ -1368,11 +1402,51 @@ export const errorCatalogue = [
     ]
   },
   {
+    "code": "KEYS_403",
+    "key": "ADMIN_KEY_RATE_LIMIT_NOT_HELD",
+    "status": 403,
+    "source": "security",
+    "message": "rate_limit may not allow more than its creator's: a larger max or more requests per unit of time.",
+    "operations": [
+      "createApiKey"
+    ]
+  },
+  {
+    "code": "KEYS_403",
+    "key": "ADMIN_KEY_CONCURRENCY_NOT_HELD",
+    "status": 403,
+    "source": "security",
+    "message": "max_concurrent_requests may not exceed its creator's.",
+    "operations": [
+      "createApiKey"
+    ]
+  },
+  {
+    "code": "KEYS_403",
+    "key": "ADMIN_KEY_BODY_BYTES_NOT_HELD",
+    "status": 403,
+    "source": "security",
+    "message": "max_body_bytes_in_flight may not exceed its creator's.",
+    "operations": [
+      "createApiKey"
+    ]
+  },
+  {
+    "code": "KEYS_403",
+    "key": "ADMIN_KEY_EXPIRY_NOT_HELD",
+    "status": 403,
+    "source": "security",
+    "message": "expires_at may not be later than its creator's expiry.",
+    "operations": [
+      "createApiKey"
+    ]
+  },
+  {
     "code": "KEYS_404",
     "key": "ADMIN_KEY_NOT_FOUND",
     "status": 404,
     "source": "business",
-    "message": "No database key has this id.",
+    "message": "No database key within the caller's reach has this id.",
     "operations": [
       "getApiKey",
       "revokeApiKey",

@@ -44,7 +44,10 @@ export interface HandlerDatabase {
 }
 
 export interface HandlerDeps {
-  config: Pick<Config, 'appEnv' | 'telemetryMinSessions' | 'bodyLimitBytes' | 'client' | 'export'>
+  config: Pick<
+    Config,
+    'appEnv' | 'telemetryMinSessions' | 'bodyLimitBytes' | 'client' | 'rateLimitMax' | 'rateLimitWindowMs' | 'export'
+  >
   db: HandlerDatabase
   /** The key registry (configured ids) and the sync of stored keys (a change applies here at once). */
   apiKeys: { registry: Pick<ApiKeyRegistry, 'isConfiguredId'>; sync: Pick<StoredKeySync, 'changed'> }

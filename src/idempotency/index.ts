@@ -69,7 +69,8 @@ export interface Read<R, Q extends Row = Row> {
  * write): the lookup and the decision are made again, from the row as it is then.
  */
 export interface ReadThenWrite<R, Q extends Row, T> extends Partial<Read<R, Q>> {
-  write(read: R): WriteResult<T> & { statement: PendingQuery<Row[]> }
+  /** `alongside`: a statement sent with `statement`, reading the rows it returned as `written` (writeWithAnswer). */
+  write(read: R): WriteResult<T> & { statement: PendingQuery<Row[]>; alongside?: PendingQuery<Row[]> }
   /** The statement's own failure (a constraint it breaks) as the error to answer with; by default it is rethrown. */
   failed?(err: unknown): unknown
   /**
@@ -131,10 +132,15 @@ export function createIdempotency<Tx extends { sql: Db }>(
 ): AnswerIdempotently<Tx> {
   const countDeadline = db.usage?.countDeadline ?? (() => {})
   const inTime = <V>(call: Promise<V>) => bounded(call, countDeadline)
-  const timedWrite = async (statement: PendingQuery<Row[]>, who: RecordKey, answer: AnswerToStore) => {
+  const timedWrite = async (
+    statement: PendingQuery<Row[]>,
+    who: RecordKey,
+    answer: AnswerToStore,
+    alongside?: PendingQuery<Row[]>,
+  ) => {
     const started = performance.now()
     try {
-      return await inTime(writeWithAnswer(db.sql, statement, who, answer, ttlHours))
+      return await inTime(writeWithAnswer(db.sql, statement, who, answer, ttlHours, alongside))
     } finally {
       observe(WRITE_OPERATION, (performance.now() - started) / 1000)
     }
@@ -192,12 +198,12 @@ export function createIdempotency<Tx extends { sql: Db }>(
         const json = serialize(decided.status, decided.body)
         let wrote: boolean
         try {
-          wrote = await timedWrite(decided.statement, who, {
-            hash,
-            status: decided.status,
-            json,
-            learner: decided.learner,
-          })
+          wrote = await timedWrite(
+            decided.statement,
+            who,
+            { hash, status: decided.status, json, learner: decided.learner },
+            decided.alongside,
+          )
         } catch (err) {
           if (!isKeyTaken(err)) throw plan.failed ? plan.failed(err) : err
           // A record holds the triple: a twin's answer, or an expired one the purge has not

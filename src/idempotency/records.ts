@@ -76,6 +76,8 @@ export function answerRecord(db: Db, r: RecordKey, answer: AnswerToStore, ttlHou
  * A write and its answer's record as ONE statement (atomic on its own: no transaction around it):
  * `write`, a data-modifying statement built but not sent, returns one row when it wrote and none
  * when what it was decided from has changed; the record is inserted only for a row it returns.
+ * `alongside`, another data-modifying statement, runs in the same statement and reads the rows
+ * `write` returned as `written` (an append to a log for the row written, say).
  * Resolves to whether it wrote. Fails as answerRecord() does when a record holds the triple (the
  * write is then undone with it).
  */
@@ -85,9 +87,10 @@ export async function writeWithAnswer(
   r: RecordKey,
   answer: AnswerToStore,
   ttlHours: number,
+  alongside?: PendingQuery<Row[]>,
 ): Promise<boolean> {
   const result = await db`
-    with written as (${write})
+    with written as (${write})${alongside ? db`, alongside as (${alongside})` : db``}
     insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at,
                                      learner_uuid)
     select ${r.keyId}, ${r.scope}, ${r.key}, ${answer.hash}, ${answer.status}, ${answer.json},
