@@ -60,7 +60,8 @@ const HOOK_STAGES: Record<string, Record<string, number[]>> = {
   },
   preParsing: { prescanBody: [13] },
   preValidation: {},
-  preHandler: { checkKeySystems: [15], requireIdempotencyKey: [16] },
+  // An optional key (a telemetry batch) is checked at the same stage when it is sent.
+  preHandler: { checkKeySystems: [15], requireIdempotencyKey: [16], checkOptionalIdempotencyKey: [16] },
 }
 // Fastify's own steps between those phases: media type, upload rate, size and charset while it
 // reads the body (the parser); the schemas (validation); the handler.
@@ -121,7 +122,7 @@ function stagesDue(op: OperationInfo): number[] {
     ...(bodyPrescan(op.method, op.url) ? [13] : []),
     ...VALIDATION,
     ...(isProtected && op.systemUuidIn.length > 0 ? [15] : []),
-    ...(op.idempotent ? [16] : []),
+    ...(op.idempotent || op.idempotencyKeyOptional ? [16] : []),
   ]
 }
 
