@@ -173,7 +173,7 @@ t.test('a malformed file stops the start with one line naming the entry and the 
 t.test('API_KEYS_FILE alone is enough in qa and prod; no development key then', async (t) => {
   const file = await writeKeyFile(t, [{ id: 'acme', secret: 'ssk_x' }])
   for (const APP_ENV of ['qa', 'prod', 'dev']) {
-    const config = loadConfig({ APP_ENV, API_KEYS_FILE: file })
+    const config = loadConfig({ APP_ENV, API_KEYS_FILE: file, DATABASE_URL: 'postgres://db.example/study' })
     t.same(config.apiKeys, [], `${APP_ENV}: no plain keys`)
     t.equal(config.apiKeyEntries.length, 1)
   }
@@ -234,7 +234,11 @@ t.test(
       [entries[0]],
       'the document shows the file as written',
     )
-    const config = loadConfig({ APP_ENV: 'prod', API_KEYS_FILE: path.join(dir, 'partner-keys.json') })
+    const config = loadConfig({
+      APP_ENV: 'prod',
+      API_KEYS_FILE: path.join(dir, 'partner-keys.json'),
+      DATABASE_URL: 'postgres://db.example/study',
+    })
     const registry = createApiKeyRegistry([], config.apiKeyEntries)
     t.same(
       secrets.map((s) => registry.identify(s!)?.id),
