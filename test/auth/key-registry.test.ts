@@ -6,11 +6,12 @@ import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { projectRoot } from '../../src/paths.js'
 import { type ApiKeyIdentity, type StoredSecret, createApiKeyRegistry, legacyKeyId } from '../../src/auth/api-keys.js'
 import { parseKeyFile } from '../../src/auth/key-file.js'
 import { ConfigError, DEV_API_KEY, loadConfig } from '../../src/config.js'
-import { makeKey } from '../../tools/make-key.js'
+import { makeKey } from '../../src/auth/make-key.js'
 import { sha256, writeKeyFile, writeRawKeyFile } from '../helpers/keys.js'
 
 const HASH = sha256('ssk_one')
@@ -209,7 +210,8 @@ t.test(
     const run = (env: Record<string, string>) =>
       execFileSync(
         process.execPath,
-        [path.join(projectRoot, 'node_modules/tsx/dist/cli.mjs'), path.join(projectRoot, 'tools/make-key.ts')],
+        // The key maker as the service's build has it (make key runs dist/src/auth/make-key.js).
+        [fileURLToPath(new URL('../../src/auth/make-key.js', import.meta.url))],
         {
           cwd: dir,
           env: { PATH: process.env.PATH, ...env },

@@ -10,7 +10,7 @@ import t from 'tap'
 import { parse } from 'yaml'
 import { loadConfig } from '../../src/config.js'
 import { projectRoot } from '../../src/paths.js'
-import { keyFileText, makeKey } from '../../tools/make-key.js'
+import { keyFileText, makeKey } from '../../src/auth/make-key.js'
 
 interface ComposeService {
   environment?: Record<string, string>
