@@ -1410,10 +1410,7 @@ export interface components {
          *     }
          */
         ApiKeyRollRequest: {
-            /**
-             * @description How long the older secrets keep working: 0 stops them now.
-             * @default 86400
-             */
+            /** @description How long the older secrets keep working, in seconds: 0 stops them now; left out, 86400 (a day). */
             expires_in_seconds?: number;
         };
         /**

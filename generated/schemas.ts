@@ -1308,8 +1308,7 @@ export const schemas = {
         "type": "integer",
         "minimum": 0,
         "maximum": 604800,
-        "default": 86400,
-        "description": "How long the older secrets keep working: 0 stops them now."
+        "description": "How long the older secrets keep working, in seconds: 0 stops them now; left out, 86400 (a day)."
       }
     },
     "examples": [
