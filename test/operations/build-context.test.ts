@@ -4,16 +4,12 @@
 import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
-import ignore from '@balena/dockerignore'
 import t from 'tap'
 import { projectRoot } from '../../src/paths.js'
+import { dockerExcludes, dockerignorePatterns } from '../helpers/dockerignore.js'
 
-const patterns = readFileSync(path.join(projectRoot, '.dockerignore'), 'utf8')
-  .split('\n')
-  .map((line) => line.trim())
-  .filter((line) => line !== '' && !line.startsWith('#'))
-const rules = ignore().add(patterns)
-const excluded = (relative: string) => rules.ignores(relative)
+const patterns = dockerignorePatterns()
+const excluded = dockerExcludes()
 
 /** Every file Docker would send from this tree: a folder it excludes is not walked (no `!` rule re-adds one). */
 function buildContext(): { files: string[]; bytes: number } {
