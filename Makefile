@@ -40,8 +40,8 @@ $(NPM_STAMP): package.json package-lock.json | supported-node
 
 node_modules: $(NPM_STAMP)
 
-# What running needs, when nothing more is installed: the production dependencies (about 260 of
-# the 856 packages; Pact, Redocly, Spectral, tap and the like are for the tests and the tools) and,
+# What running needs, when nothing more is installed: the production dependencies (a small part
+# of the lock's packages; Pact, Redocly, Spectral, tap and the like are for the tests and the tools) and,
 # to build, the lock's TypeScript kept in .cache/. A full install serves `make run` as well.
 RUN_STAMP := node_modules/.installed-run
 TYPESCRIPT_VERSION := $(shell sed -n '/"node_modules\/typescript": {/,/"version"/s/.*"version": "\(.*\)".*/\1/p' package-lock.json)
