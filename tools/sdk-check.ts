@@ -141,9 +141,10 @@ try {
     path.join(reader, '.commands.sh'),
     `set -euo pipefail\ncd '${reader}'\n${blocks.join('').replaceAll('http://localhost:3000', base)}`,
   )
+  // Installed tools' folders (node_modules/.bin) left out; a Node.js the Makefile put first stays.
   const readerPath = (process.env.PATH ?? '')
     .split(path.delimiter)
-    .filter((dir) => !dir.includes(`${path.sep}node_modules${path.sep}`))
+    .filter((dir) => !dir.includes(`${path.sep}node_modules${path.sep}.bin`))
     .join(path.delimiter)
   const readerEnv = { ...process.env, PATH: readerPath, NODE_OPTIONS: '' }
   // Asynchronous: the commands fetch /openapi.json from this very process.
