@@ -1664,7 +1664,7 @@ export interface components {
             /** Format: date */
             to: string;
             items: {
-                /** @description The normalised query. */
+                /** @description The normalised query; an empty string for searches sent without text (or only spaces), which the analytics page shows as "(no text)". */
                 query: string;
                 count: number;
                 no_result_count: number;
@@ -1691,7 +1691,7 @@ export interface components {
             /** Format: date */
             to: string;
             items: {
-                /** @description The normalised query. */
+                /** @description The normalised query; an empty string for searches sent without text (or only spaces), which the analytics page shows as "(no text)". */
                 query: string;
                 count: number;
             }[];

@@ -1892,7 +1892,7 @@ export const schemas = {
           "properties": {
             "query": {
               "type": "string",
-              "description": "The normalised query."
+              "description": "The normalised query; an empty string for searches sent without text (or only spaces), which the analytics page shows as \"(no text)\"."
             },
             "count": {
               "type": "integer",
@@ -1970,7 +1970,7 @@ export const schemas = {
           "properties": {
             "query": {
               "type": "string",
-              "description": "The normalised query."
+              "description": "The normalised query; an empty string for searches sent without text (or only spaces), which the analytics page shows as \"(no text)\"."
             },
             "count": {
               "type": "integer",
