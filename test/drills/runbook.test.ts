@@ -2,11 +2,11 @@
 // and in order, as root, on a Debian cluster `15/main` made with pg_createcluster on a free port.
 // The Debian folders (/etc/postgresql, /var/lib/postgresql, /run/postgresql, pgBackRest's) are
 // this test's own: the blocks run in a mount namespace where private folders are mounted over
-// them, so the machine's clusters and files are untouched. Then: the exporter's queries
-// (deploy/prometheus/postgres-exporter-queries.yaml) answer as the alerts expect; a restore to
+// them, so the machine's clusters and files are untouched. Then: prometheus-postgres-exporter
+// with deploy/'s queries exports what the alerts read, as they expect it; a restore to
 // the latest state holds every row, and one to a point in time the rows before it and none after.
 import { spawn } from 'node:child_process'
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
@@ -47,7 +47,13 @@ t.test('the runbook, as written, backs up a Debian cluster and restores it twice
   const own = mkdtempSync(path.join(os.tmpdir(), 'runbook-'))
   chmodSync(own, 0o755) // the postgres user walks through it to its folders
   t.teardown(() => rmSync(own, { recursive: true, force: true }))
-  const [port, restoredPort] = [await freePort(), await freePort()]
+  const [port, restoredPort, exporterPort] = [await freePort(), await freePort(), await freePort()]
+  // The exporter runs as Debian's `prometheus` user, which must read its queries.
+  copyFileSync(
+    path.join(projectRoot, 'deploy/prometheus/postgres-exporter-queries.yaml'),
+    path.join(own, 'queries.yaml'),
+  )
+  chmodSync(path.join(own, 'queries.yaml'), 0o644)
   const sql = (p: string, query: string) =>
     `runuser -u postgres -- psql -p ${p} -v ON_ERROR_STOP=1 -qAtc ${shellQuote(query)}`
   const script = `set -euo pipefail
@@ -57,7 +63,8 @@ for folder in ${DEBIAN_FOLDERS.join(' ')}; do
 done
 chown postgres:postgres /etc/postgresql /var/lib/postgresql /run/postgresql /var/log/postgresql /tmp/pgbackrest
 chmod 2775 /run/postgresql
-trap 'pg_dropcluster --stop 15 restored 2>/dev/null || true; pg_dropcluster --stop 15 main 2>/dev/null || true' EXIT
+EXPORTER=
+trap '[ -z "$EXPORTER" ] || kill $EXPORTER; pg_dropcluster --stop 15 restored 2>/dev/null || true; pg_dropcluster --stop 15 main 2>/dev/null || true' EXIT
 export PORT=${port} RESTORED_PORT=${restoredPort} CIPHER_PASS=drill-passphrase
 cd ${shellQuote(projectRoot)}
 
@@ -80,6 +87,18 @@ runuser -u postgres -- pgbackrest --stanza=study --pg1-port=$PORT check   # arch
 ${Object.entries(queries)
   .map(([name, { query }]) => `echo "QUERY ${name}: $(${sql('$PORT', `set role prometheus; ${query.trim()}`)})"`)
   .join('\n')}
+# prometheus-postgres-exporter as Debian runs it (its own user, the local socket, peer
+# authentication as the role monitor.sql made), with the queries; its /metrics as Prometheus reads it.
+runuser -u prometheus -- env DATA_SOURCE_NAME="host=/run/postgresql port=$PORT user=prometheus dbname=postgres sslmode=disable" \
+  prometheus-postgres-exporter --extend.query-path=${own}/queries.yaml --disable-default-metrics \
+  --web.listen-address=127.0.0.1:${exporterPort} > ${own}/exporter.log 2>&1 &
+EXPORTER=$!
+for try in $(seq 100); do
+  curl -sf http://127.0.0.1:${exporterPort}/metrics | grep -q '^pgbackrest_backup_last_stop_timestamp_seconds' && break
+  sleep 0.2
+done
+curl -sf http://127.0.0.1:${exporterPort}/metrics | grep -E '^(pg_archiver|pgbackrest_backup)_' | sed 's/^/EXPORTED /' || cat ${own}/exporter.log
+kill $EXPORTER && EXPORTER=
 
 ${block('new-cluster')}
 ${block('restore-latest')}
@@ -123,6 +142,24 @@ echo "POINT IN TIME $(${sql('$RESTORED_PORT', "select string_agg(id::text, ',' o
   t.equal(backup?.[0], 'study', 'pgbackrest_backup: the stanza')
   const backupAge = Date.now() / 1000 - Number(backup?.[1])
   t.ok(backupAge >= 0 && backupAge < 600, `pgbackrest_backup: the backup ended ${backupAge.toFixed(0)} s ago`)
+
+  const exported = (name: string) =>
+    Number(new RegExp(`^EXPORTED ${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(output)?.[1])
+  t.equal(exported('pg_archiver_failed_count'), 0, 'the exporter: no archiving failure')
+  t.ok(exported('pg_archiver_archived_count') > 0, 'the exporter: WAL archived')
+  t.ok(
+    Date.now() / 1000 - exported('pg_archiver_last_archived_timestamp_seconds') < 600,
+    'the exporter: the last archived segment is recent',
+  )
+  t.match(
+    output,
+    /^EXPORTED pgbackrest_backup_last_stop_timestamp_seconds\{.*stanza="study".*\} /m,
+    'the exporter: per stanza',
+  )
+  t.ok(
+    Date.now() / 1000 - exported('pgbackrest_backup_last_stop_timestamp_seconds') < 600,
+    'the exporter: the newest backup is minutes old, so PgBackRestBackupTooOld stays quiet',
+  )
 
   t.match(output, /^LATEST 1,2,3$/m, 'the latest state holds every row')
   t.match(output, /^POINT IN TIME 1,2$/m, 'the point in time holds the rows before it and none after')
