@@ -73,6 +73,8 @@ t.test('installs, caches, data and key files stay out even when they are not her
     '.data/pglite/PG_VERSION',
     '.tap/processinfo/x.json',
     'coverage/lcov.info',
+    'tools/sdk/.out/openapi.json',
+    'tools/mutation/incremental/auth.json',
     'partner-keys.json',
     'deploy/partner-keys.json',
     'ops-keys.json',
