@@ -1751,10 +1751,7 @@ export interface components {
          *     }
          */
         ApiKeyRollRequest: {
-            /**
-             * @description How long the older secrets keep working: 0 stops them now.
-             * @default 86400
-             */
+            /** @description How long the older secrets keep working, in seconds: 0 stops them now; left out, 86400 (a day). */
             expires_in_seconds?: number;
         };
         /**
@@ -2014,7 +2011,7 @@ export interface components {
             /** Format: date */
             to: string;
             items: {
-                /** @description The normalised query. */
+                /** @description The normalised query; an empty string for searches sent without text (or only spaces), which the analytics page shows as "(no text)". */
                 query: string;
                 count: number;
                 no_result_count: number;
@@ -2041,7 +2038,7 @@ export interface components {
             /** Format: date */
             to: string;
             items: {
-                /** @description The normalised query. */
+                /** @description The normalised query; an empty string for searches sent without text (or only spaces), which the analytics page shows as "(no text)". */
                 query: string;
                 count: number;
             }[];

@@ -1810,8 +1810,7 @@ export const schemas = {
         "type": "integer",
         "minimum": 0,
         "maximum": 604800,
-        "default": 86400,
-        "description": "How long the older secrets keep working: 0 stops them now."
+        "description": "How long the older secrets keep working, in seconds: 0 stops them now; left out, 86400 (a day)."
       }
     },
     "examples": [
@@ -2410,7 +2409,7 @@ export const schemas = {
           "properties": {
             "query": {
               "type": "string",
-              "description": "The normalised query."
+              "description": "The normalised query; an empty string for searches sent without text (or only spaces), which the analytics page shows as \"(no text)\"."
             },
             "count": {
               "type": "integer",
@@ -2488,7 +2487,7 @@ export const schemas = {
           "properties": {
             "query": {
               "type": "string",
-              "description": "The normalised query."
+              "description": "The normalised query; an empty string for searches sent without text (or only spaces), which the analytics page shows as \"(no text)\"."
             },
             "count": {
               "type": "integer",

@@ -6,11 +6,12 @@ import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { projectRoot } from '../../src/paths.js'
 import { type ApiKeyIdentity, type StoredSecret, createApiKeyRegistry, legacyKeyId } from '../../src/auth/api-keys.js'
 import { parseKeyFile } from '../../src/auth/key-file.js'
 import { ConfigError, DEV_API_KEY, loadConfig } from '../../src/config.js'
-import { makeKey } from '../../tools/make-key.js'
+import { makeKey } from '../../src/auth/make-key.js'
 import { sha256, writeKeyFile, writeRawKeyFile } from '../helpers/keys.js'
 
 const HASH = sha256('ssk_one')
@@ -177,7 +178,7 @@ t.test('a malformed file stops the start with one line naming the entry and the 
 t.test('API_KEYS_FILE alone is enough in qa and prod; no development key then', async (t) => {
   const file = await writeKeyFile(t, [{ id: 'acme', secret: 'ssk_x' }])
   for (const APP_ENV of ['qa', 'prod', 'dev']) {
-    const config = loadConfig({ APP_ENV, API_KEYS_FILE: file })
+    const config = loadConfig({ APP_ENV, API_KEYS_FILE: file, DATABASE_URL: 'postgres://db.example/study' })
     t.same(config.apiKeys, [], `${APP_ENV}: no plain keys`)
     t.equal(config.apiKeyEntries.length, 1)
   }
@@ -213,7 +214,8 @@ t.test(
     const run = (env: Record<string, string>) =>
       execFileSync(
         process.execPath,
-        [path.join(projectRoot, 'node_modules/tsx/dist/cli.mjs'), path.join(projectRoot, 'tools/make-key.ts')],
+        // The key maker as the service's build has it (make key runs dist/src/auth/make-key.js).
+        [fileURLToPath(new URL('../../src/auth/make-key.js', import.meta.url))],
         {
           cwd: dir,
           env: { PATH: process.env.PATH, ...env },
@@ -238,7 +240,11 @@ t.test(
       [entries[0]],
       'the document shows the file as written',
     )
-    const config = loadConfig({ APP_ENV: 'prod', API_KEYS_FILE: path.join(dir, 'partner-keys.json') })
+    const config = loadConfig({
+      APP_ENV: 'prod',
+      API_KEYS_FILE: path.join(dir, 'partner-keys.json'),
+      DATABASE_URL: 'postgres://db.example/study',
+    })
     const registry = createApiKeyRegistry([], config.apiKeyEntries)
     t.same(
       secrets.map((s) => registry.identify(s!)?.id),
