@@ -227,7 +227,7 @@ bench-tools:
 	@missing=$$(for c in wrk haproxy redis-server; do command -v $$c >/dev/null || echo $$c; done); \
 	if [ -n "$$missing" ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; fi
 
-## The HTTP edge under hostile load (built server): 1 MiB amplification, stalled uploads, an address flood, 4x overload, one key against another partner (bench/fairness.md).
+## The HTTP edge under hostile load (built server): 1 MiB amplification, stalled uploads, an address flood, 4x overload; with BENCH_HOSTILE_PARTS=5,6 one key against another partner and many keys of one partner against another (bench/fairness.md).
 bench-hostile: node_modules build
 	npx tsx bench/hostile.ts
 

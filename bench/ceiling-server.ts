@@ -13,6 +13,7 @@ import { reviewMoves } from '../src/schedule/leitner.js'
 const sql = postgres(process.env.DATABASE_URL!, { max: 10, onnotice: () => {} })
 const app = Fastify({ logger: false })
 const TTL_HOURS = 24
+const DAY_MS = 86_400_000
 
 // The contract's schemas, referenced as `spec#/components/schemas/<name>`: Fastify compiles the
 // response serialisers from them, as it would for an expert's own schemas.
@@ -32,15 +33,16 @@ const storedAnswer = (scope: string, key: string) =>
       where key_id = 'ceiling' and scope = ${scope} and idempotency_key = ${key}
         and expires_at > now() and status_code is not null`
 
-/** `write` (returning a row when it wrote) and its answer's record, as one statement. */
+/** `write` (returning a row when it wrote), what goes `alongside` it and its answer's record, as one statement. */
 const writeWithAnswer = (
   write: postgres.PendingQuery<postgres.Row[]>,
   scope: string,
   key: string,
   status: number,
   json: string,
+  alongside?: postgres.PendingQuery<postgres.Row[]>,
 ) =>
-  sql`with written as (${write})
+  sql`with written as (${write})${alongside ? sql`, alongside as (${alongside})` : sql``}
       insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
       select 'ceiling', ${scope}, ${key}, 'h', ${status}, ${json}, now() + make_interval(hours => ${TTL_HOURS}) from written`
 
@@ -143,7 +145,10 @@ app.get<{ Querystring: UserKey & { limit?: string } }>(
     const limit = Number(req.query.limit ?? 50)
     const rows = await sql`
       select c.conspectus_uuid, u.system_user_id, u.system_uuid, c.title, c.cue_sheet, c.dense_paragraph, c.bullets,
-             c.slot, c.next_review_at, c.last_reviewed_at, c.review_count, c.created_at, c.updated_at
+             c.slot, c.next_review_at, c.last_reviewed_at, c.review_count, c.created_at, c.updated_at,
+             c.schedule_policy, c.desired_retention,
+             case when c.fsrs_state is null then null else json_build_object('state', c.fsrs_state, 'stability',
+               c.fsrs_stability, 'difficulty', c.fsrs_difficulty, 'reps', c.fsrs_reps, 'lapses', c.fsrs_lapses) end as memory
       from users u left join lateral (
         select * from conspectuses where user_id = u.client_uuid and next_review_at <= now()
         order by next_review_at, conspectus_uuid limit ${limit}) c on true
@@ -160,7 +165,8 @@ app.get<{ Querystring: UserKey & { limit?: string } }>(
 )
 
 // A review: the stored answer, the learner and the note (with its version) read in one statement,
-// the Leitner move decided here (the service's day rule), written with its answer in one statement.
+// the Leitner move decided here (the service's day rule), written with its review-log entry and its
+// answer in one statement.
 app.post<{ Params: { id: string }; Body: UserKey & { outcome: 'remembered' | 'forgot' } }>(
   '/api/v1/conspectuses/:id/actions/review',
   { schema: { response: { 200: schema('ConspectusResponse') } } },
@@ -170,7 +176,10 @@ app.post<{ Params: { id: string }; Body: UserKey & { outcome: 'remembered' | 'fo
     const [row] = await sql`
       select a.status_code, a.response_body, u.client_uuid as owner, u.timezone, c.conspectus_uuid, u.system_user_id,
              u.system_uuid, c.title, c.cue_sheet, c.dense_paragraph, c.bullets, c.slot, c.next_review_at,
-             c.last_reviewed_at, c.review_count, c.created_at, c.updated_at, c.xmin::text as version
+             c.last_reviewed_at, c.review_count, c.created_at, c.updated_at, c.schedule_policy, c.desired_retention,
+             case when c.fsrs_state is null then null else json_build_object('state', c.fsrs_state, 'stability',
+               c.fsrs_stability, 'difficulty', c.fsrs_difficulty, 'reps', c.fsrs_reps, 'lapses', c.fsrs_lapses) end as memory,
+             c.xmin::text as version
       from (select) one
       left join idempotency_records a on a.key_id = 'ceiling' and a.scope = 'ceiling-review' and a.idempotency_key = ${key}
         and a.expires_at > now() and a.status_code is not null
@@ -198,6 +207,13 @@ app.post<{ Params: { id: string }; Body: UserKey & { outcome: 'remembered' | 'fo
       key,
       200,
       json,
+      sql`insert into review_logs (user_id, conspectus_uuid, reviewed_at, outcome, schedule_policy, elapsed_days,
+            scheduled_days, slot_before, slot_after, next_review_before, next_review_after)
+          select ${owner}, ${note.conspectus_uuid}, ${atText}, ${b.outcome}, 'leitner',
+            ${Math.max(0, Math.floor((at.getTime() - Date.parse(note.last_reviewed_at ?? note.created_at)) / DAY_MS))},
+            ${Math.round((Date.parse(move.next_review_at) - at.getTime()) / DAY_MS)}, ${note.slot}, ${move.slot},
+            ${note.next_review_at}, ${move.next_review_at}
+          from written`,
     )
     if (written.count !== 1) return reply.code(409).send({ error: 'changed meanwhile' })
     return reply.type('application/json').send(json)

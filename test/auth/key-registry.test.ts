@@ -71,6 +71,10 @@ t.test('a stored secret that answered before: revoked or rolled away, 401 at onc
     maxConcurrentRequests: null,
     maxBodyBytesInFlight: null,
     stored: true,
+    partner: 'configured',
+    fullAccess: false,
+    expiresAt: null,
+    partnerRoot: null,
   })
   const secret = (plain: string, expiresAt: number | null = null): StoredSecret => ({
     digest: Buffer.from(sha256(plain), 'hex'),
@@ -245,3 +249,48 @@ t.test(
     t.equal(readFileSync(path.join(dir, 'partner-keys.json'), 'utf8'), text, 'and leaves the file as it was')
   },
 )
+
+t.test("a stored key belongs to its partner's root and stops when the root's configured life ends", async (t) => {
+  const ends = Date.parse('2030-01-01T00:00:00Z')
+  const registry = createApiKeyRegistry(
+    ['full'],
+    parseKeyFile(
+      JSON.stringify([
+        { id: 'Root', secret_sha256: sha256('root-old'), expires_at: '2029-06-01T00:00:00Z' },
+        { id: 'Root', secret_sha256: sha256('root-new'), expires_at: new Date(ends).toISOString() },
+      ]),
+    ),
+  )
+  const root = registry.partnerRoot('root')
+  t.equal(root.id, 'Root', 'found without case')
+  t.equal(root.expiresAt, ends, 'a configured id lives as long as its last secret')
+  t.ok(registry.isConfiguredId('ROOT'))
+  t.equal(registry.identify('full')!.fullAccess, true, 'an API_KEYS key acts on every key')
+  t.equal(registry.identify('root-new')!.partner, 'Root', 'a configured key is its own root')
+  const identity: ApiKeyIdentity = Object.freeze({
+    id: 'child',
+    scopes: new Set(['users:read']),
+    systems: null,
+    rateLimit: null,
+    maxConcurrentRequests: null,
+    maxBodyBytesInFlight: null,
+    stored: true,
+    partner: 'Root',
+    fullAccess: false,
+    expiresAt: null,
+    partnerRoot: root,
+  })
+  registry.replaceStored([{ digest: Buffer.from(sha256('child'), 'hex'), expiresAt: null, identity }])
+  t.equal(registry.identify('child', ends - 1), identity, 'in use while its root is')
+  t.equal(registry.identify('child', ends), null, "stops at its root's expiry")
+  const gone = registry.partnerRoot('removed')
+  t.same(
+    {
+      id: gone.id,
+      limits: [gone.rateLimit, gone.maxConcurrentRequests, gone.maxBodyBytesInFlight],
+      expiresAt: gone.expiresAt,
+    },
+    { id: 'removed', limits: [null, null, null], expiresAt: null },
+    "a root no longer configured: the service's defaults, shared by its keys",
+  )
+})

@@ -91,7 +91,7 @@ t.test("/openapi.json is the YAML contract plus each operation's error codes, an
   const served = (await api.get('/openapi.json')).json()
   t.same(served, buildServedDocument(parse(readFileSync(specPath, 'utf8'))))
   t.equal(served.openapi, '3.1.0')
-  t.equal(served.info.version, '1.4.0')
+  t.equal(served.info.version, '1.5.0')
   const docs = await api.request({ method: 'GET', url: '/docs/', key: null })
   t.equal(docs.statusCode, 200)
   t.match(docs.headers['content-type'], /text\/html/)
