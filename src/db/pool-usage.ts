@@ -3,7 +3,7 @@
 import { DEADLINE_REASONS, type DeadlineReason } from './deadline.js'
 
 export class PoolUsage {
-  /** Repository operations sent and not yet answered (several may share one connection). */
+  /** Statements made and not yet answered (several may share one connection), counted from postgres.js's diagnostics channel. */
   inFlight = 0
   /** Connections held by a transaction or an export. */
   reserved = 0

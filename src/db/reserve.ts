@@ -1,9 +1,8 @@
 // A connection of the pool for one caller (a transaction, an export), counted in PoolUsage.
-// postgres.js queues reserve() without a time limit, and a queued reserve cannot be withdrawn:
-// within a request the wait is bounded by DATABASE_CONNECTION_WAIT_MS, and a connection that
-// arrives after the caller gave up is given straight back.
+// postgres.js queues reserve() without a time limit unless told one: within a request the wait
+// is bounded by DATABASE_CONNECTION_WAIT_MS here, whichever major of the driver runs.
 import type { ReservedSql, Sql } from './client.js'
-import { connectionWaitMs, within } from './deadline.js'
+import { connectionWaitMs, isDeadlineExceeded, within } from './deadline.js'
 import type { PoolUsage } from './pool-usage.js'
 
 /** Reserves a connection (counted in usage.reserved until the caller releases it and decrements). */
@@ -11,9 +10,15 @@ export async function reserveConnection(sql: Sql, usage: PoolUsage): Promise<Res
   usage.waiting++
   let reserved: ReservedSql
   try {
-    reserved = await within(sql.reserve(), connectionWaitMs(), 'connection_wait', usage.countDeadline, (late) =>
+    // postgres.js 4 can withdraw a waiting reserve (its promise's cancel()); 3 cannot, and a
+    // connection it hands over late is released at once.
+    const reserving = sql.reserve() as Promise<ReservedSql> & { cancel?: () => unknown }
+    reserved = await within(reserving, connectionWaitMs(), 'connection_wait', usage.countDeadline, (late) =>
       late.release(),
-    )
+    ).catch((err: unknown) => {
+      if (isDeadlineExceeded(err)) void Promise.resolve(reserving.cancel?.()).catch(() => {})
+      throw err
+    })
   } finally {
     usage.waiting--
   }

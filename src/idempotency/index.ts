@@ -93,9 +93,6 @@ export const CONCURRENT_UPDATE_RETRY_AFTER_SECONDS = 1
 const contentionPause = (lost: number) =>
   new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2 * 2 ** lost, 40)))
 
-/** The label of a write in one statement in db_operation_duration_seconds. */
-const WRITE_OPERATION = 'idempotency.writeWithAnswer'
-
 /** Decisions a write in one statement makes before it answers 409: each lost to a concurrent write. */
 export const MAX_DECISIONS = 8
 
@@ -122,29 +119,12 @@ export interface IdempotencyDatabase<Tx extends { sql: Db }> {
   transaction<R>(work: (tx: Tx) => Promise<R>, close: (tx: Tx, result: R) => PendingQuery<Row[]>): Promise<R>
 }
 
-/** Times a statement of the module for db_operation_duration_seconds (operation, seconds). */
-export type ObserveStatement = (operation: string, seconds: number) => void
-
 export function createIdempotency<Tx extends { sql: Db }>(
   db: IdempotencyDatabase<Tx>,
   ttlHours: number,
-  observe: ObserveStatement = () => {},
 ): AnswerIdempotently<Tx> {
   const countDeadline = db.usage?.countDeadline ?? (() => {})
   const inTime = <V>(call: Promise<V>) => bounded(call, countDeadline)
-  const timedWrite = async (
-    statement: PendingQuery<Row[]>,
-    who: RecordKey,
-    answer: AnswerToStore,
-    alongside?: PendingQuery<Row[]>,
-  ) => {
-    const started = performance.now()
-    try {
-      return await inTime(writeWithAnswer(db.sql, statement, who, answer, ttlHours, alongside))
-    } finally {
-      observe(WRITE_OPERATION, (performance.now() - started) / 1000)
-    }
-  }
 
   return async function answerIdempotently<R, T>(
     request: FastifyRequest,
@@ -198,11 +178,15 @@ export function createIdempotency<Tx extends { sql: Db }>(
         const json = serialize(decided.status, decided.body)
         let wrote: boolean
         try {
-          wrote = await timedWrite(
-            decided.statement,
-            who,
-            { hash, status: decided.status, json, learner: decided.learner },
-            decided.alongside,
+          wrote = await inTime(
+            writeWithAnswer(
+              db.sql,
+              decided.statement,
+              who,
+              { hash, status: decided.status, json, learner: decided.learner },
+              ttlHours,
+              decided.alongside,
+            ),
           )
         } catch (err) {
           if (!isKeyTaken(err)) throw plan.failed ? plan.failed(err) : err

@@ -1,8 +1,7 @@
-// All repositories over one executor (the pool or a transaction), each call timed for
-// db_operation_duration_seconds under the label `<repository>.<function>`.
+// All repositories over one executor (the pool or a transaction). Their statements are timed
+// for db_operation_duration_seconds from postgres.js's diagnostics channel (src/plugins/app/database.ts).
 import type { Db } from '../db/client.js'
-import { bounded } from '../db/deadline.js'
-import type { PoolUsage } from '../db/pool-usage.js'
+import { bounded, type DeadlineReason } from '../db/deadline.js'
 import { createApiKeyRepository } from './api-keys.js'
 import { createConspectusRepository } from './conspectuses.js'
 import { createErrorLogRepository } from './error-logs.js'
@@ -11,38 +10,21 @@ import { createTelemetryRepository } from './telemetry.js'
 import { createTelemetryAnalyticsRepository } from './telemetry-analytics.js'
 import { createUserRepository } from './users.js'
 
+/** Records one statement's duration under its name (`SELECT users`) in db_operation_duration_seconds. */
 export type ObserveDbOperation = (operation: string, seconds: number) => void
 
-/** Each repository's functions with their operation labels, listed on its first build (a factory's functions are fixed). */
-const operationsOf = new Map<string, [fn: string, operation: string][]>()
-
-function instrument<T extends Record<string, (...args: never[]) => Promise<unknown>>>(
-  name: string,
+/**
+ * A repository whose calls end by the current request's database deadline (src/db/deadline.ts);
+ * outside a request each call is the repository's own.
+ */
+function withinDeadline<T extends Record<string, (...args: never[]) => Promise<unknown>>>(
   repository: T,
-  observe: ObserveDbOperation,
-  usage: PoolUsage | undefined,
+  onExceeded: (reason: DeadlineReason) => void,
 ): T {
-  let operations = operationsOf.get(name)
-  if (operations === undefined) {
-    operations = Object.keys(repository).map((fn) => [fn, `${name}.${fn}`])
-    operationsOf.set(name, operations)
-  }
-  const timed = {} as Record<string, unknown>
-  for (const [fn, operation] of operations) {
-    const impl = repository[fn]!
-    timed[fn] = async (...args: never[]) => {
-      const start = performance.now()
-      if (usage) usage.inFlight++
-      try {
-        // Within the request's database deadline, when a request made the call.
-        return await (usage ? bounded(impl(...args), usage.countDeadline) : impl(...args))
-      } finally {
-        if (usage) usage.inFlight--
-        observe(operation, (performance.now() - start) / 1000)
-      }
-    }
-  }
-  return timed as T
+  const bound = {} as Record<string, unknown>
+  for (const [fn, impl] of Object.entries(repository))
+    bound[fn] = (...args: never[]) => bounded(impl(...args), onExceeded)
+  return bound as T
 }
 
 const factories = {
@@ -62,13 +44,15 @@ class LazyRepositories {
   readonly #built: Partial<Repositories> = {}
   constructor(
     readonly db: Db,
-    readonly observe: ObserveDbOperation,
-    readonly usage?: PoolUsage,
+    readonly onDeadline?: (reason: DeadlineReason) => void,
   ) {}
 
   #get<Name extends keyof Repositories>(name: Name): Repositories[Name] {
-    const built =
-      this.#built[name] ?? (instrument(name, factories[name](this.db), this.observe, this.usage) as Repositories[Name])
+    const make = () => {
+      const repository = factories[name](this.db) as Repositories[Name]
+      return this.onDeadline ? withinDeadline(repository, this.onDeadline) : repository
+    }
+    const built = this.#built[name] ?? make()
     this.#built[name] = built
     return built
   }
@@ -95,6 +79,7 @@ class LazyRepositories {
   }
 }
 
-export function createRepositories(db: Db, observe: ObserveDbOperation, usage?: PoolUsage): Repositories {
-  return new LazyRepositories(db, observe, usage)
+/** Repositories over `db`; with `onDeadline`, each call ends by the current request's database deadline. */
+export function createRepositories(db: Db, onDeadline?: (reason: DeadlineReason) => void): Repositories {
+  return new LazyRepositories(db, onDeadline)
 }

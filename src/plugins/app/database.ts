@@ -6,6 +6,8 @@ import { PoolUsage } from '../../db/pool-usage.js'
 import { ConnectionShare } from '../../db/connection-share.js'
 import type { ExportPool } from '../../repositories/learner-export.js'
 import { reserveConnection } from '../../db/reserve.js'
+import { watchStatements } from '../../db/statement-channel.js'
+import { describeStatement } from '../../db/statement-names.js'
 import { createRepositories, type Repositories } from '../../repositories/index.js'
 
 /** The statement a transaction ends with, built but not sent: `transaction` sends it with COMMIT. */
@@ -48,6 +50,23 @@ export default fp<{ sql: Sql; exportMaxConnections: number }>(
   async (fastify, { sql, exportMaxConnections }) => {
     const observe = fastify.observeDbOperation
     const usage = new PoolUsage()
+    // Every statement's time and count in flight, from postgres.js's diagnostics channel: no
+    // wrapper around the client or the repositories. The channel is the process's, so a process
+    // that runs two apps (tests) counts both apps' statements in each.
+    // (Only statements seen starting are counted out: one in flight when this subscribes is not.)
+    const started = new WeakSet<object>()
+    const stopWatching = watchStatements({
+      start(statement) {
+        started.add(statement)
+        usage.inFlight++
+      },
+      asyncEnd(statement) {
+        if (!started.delete(statement)) return
+        usage.inFlight--
+        observe(describeStatement(statement.query ?? '').name, ((statement.complete ?? 0) - statement.queued) / 1000)
+      },
+    })
+    fastify.addHook('onClose', async () => stopWatching())
 
     // Pipelined (postgres.js sends statements queued on one connection without waiting for the
     // answers): BEGIN travels with work's first statement, and the closing statement with COMMIT,
@@ -60,7 +79,7 @@ export default fp<{ sql: Sql; exportMaxConnections: number }>(
       close?: (tx: Transaction, result: R) => ClosingStatement,
     ): Promise<R> {
       const reserved = await reserveConnection(sql, usage)
-      const tx: Transaction = { sql: reserved, repos: createRepositories(reserved, observe, usage) }
+      const tx: Transaction = { sql: reserved, repos: createRepositories(reserved, usage.countDeadline) }
       // Past the request's deadline the request answers at once; the connection is given back
       // only once what was sent on it has settled and it has rolled back (never committed), so
       // the pool never hands out a connection with a statement still running on it.
@@ -122,7 +141,7 @@ export default fp<{ sql: Sql; exportMaxConnections: number }>(
       sql,
       maxConnections: sql.options.max,
       usage,
-      repos: createRepositories(sql, observe, usage),
+      repos: createRepositories(sql, usage.countDeadline),
       exportPool: { sql, usage, share: new ConnectionShare(exportMaxConnections, usage.countDeadline) },
       transaction,
     }
