@@ -25,7 +25,6 @@ import { bounded, type DeadlineReason } from '../db/deadline.js'
 import { AppError, appError } from '../errors.js'
 import { idempotencyKeyError } from './key.js'
 import {
-  type AnswerToStore,
   answerRecord,
   deleteExpired,
   findAnswer,
