@@ -8,6 +8,7 @@ import { projectRoot } from '../../paths.js'
 import { catalogueEntry, type ErrorKey } from '../../errors.js'
 import type { ObserveDbOperation } from '../../repositories/index.js'
 import { openApiTemplate, routeTemplate } from '../../route-template.js'
+import { readSpec } from '../../spec.js'
 import type { AnsweredError } from '../app/error-handler.js'
 
 declare module 'fastify' {
@@ -27,8 +28,11 @@ const IDEMPOTENCY_CONFLICTS = new Set([
 /** The request pipeline's answer when the process sheds load (503 with Retry-After). */
 const LOAD_SHED = 'SERVICE_OVERLOADED'
 
+/** The service release (package.json's version; releases.json lists each one). */
 const serviceVersion = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string })
   .version
+/** The contract it serves (spec/openapi.yaml's info.version): the two move apart. */
+const contractVersion = (readSpec() as { info: { version: string } }).info.version
 
 const DB_UP_TIMEOUT_MS = 1000
 
@@ -50,10 +54,18 @@ function registerProcessGauges(fastify: FastifyInstance) {
   const client = fastify.metrics.client
   const buildInfo = new client.Gauge({
     name: 'study_service_build_info',
-    help: 'Always 1; labels: the service version, the Node.js version and the commit (BUILD_COMMIT, empty when unset)',
-    labelNames: ['version', 'node_version', 'commit'],
+    help: 'Always 1; labels: the service release (version), the contract it serves (contract_version), the Node.js version and the commit (BUILD_COMMIT, empty when unset)',
+    labelNames: ['version', 'contract_version', 'node_version', 'commit'],
   })
-  buildInfo.set({ version: serviceVersion, node_version: process.version, commit: process.env.BUILD_COMMIT ?? '' }, 1)
+  buildInfo.set(
+    {
+      version: serviceVersion,
+      contract_version: contractVersion,
+      node_version: process.version,
+      commit: process.env.BUILD_COMMIT ?? '',
+    },
+    1,
+  )
   const poolGauge = (name: string, help: string, read: (db: FastifyInstance['db']) => number) =>
     new client.Gauge({
       name,
