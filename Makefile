@@ -6,7 +6,7 @@
 IMAGE_NODE_VERSION := $(shell sed -n 's/^ARG NODE_IMAGE=node:\([0-9.]*\)-.*/\1/p' Dockerfile)
 $(if $(IMAGE_NODE_VERSION),,$(error the Dockerfile has no ARG NODE_IMAGE=node:<version>-... line))
 # One call of the machine's Node.js: its platform, its version, and whether it is supported.
-MACHINE_NODE_FACTS := $(shell node -p '[process.platform + "-" + process.arch, process.versions.node, (([a, b]) => (a === 22 && b >= 12) || a >= 24)(process.versions.node.split(".").map(Number))].join(" ")' 2>/dev/null)
+MACHINE_NODE_FACTS := $(shell node -p '[process.platform + "-" + process.arch, process.versions.node, (([a, b]) => (a === 22 && b >= 19) || a >= 24)(process.versions.node.split(".").map(Number))].join(" ")' 2>/dev/null)
 IMAGE_NODE_PLATFORM := $(word 1,$(MACHINE_NODE_FACTS))
 IMAGE_NODE_DIR := .cache/node-$(IMAGE_NODE_VERSION)
 IMAGE_NODE_BIN := $(IMAGE_NODE_DIR)/node_modules/node-$(IMAGE_NODE_PLATFORM)/bin
@@ -15,7 +15,7 @@ ON_IMAGE_NODE := PATH="$(CURDIR)/$(IMAGE_NODE_BIN):$$PATH"
 $(IMAGE_NODE_BIN)/node:
 	npm install --prefix $(IMAGE_NODE_DIR) --no-save --no-audit --no-fund --loglevel=error --engine-strict=false node-$(IMAGE_NODE_PLATFORM)@$(IMAGE_NODE_VERSION)
 
-# The service runs on the Node.js LTS lines 22 (22.12+) and 24 (package.json's engines). On
+# The service runs on the Node.js LTS lines 22 (22.19+) and 24 (package.json's engines). On
 # another, such as an end-of-life 20, every target (npm ci included) runs on the image's Node.js
 # instead, fetched as above, and says so in one line.
 MACHINE_NODE := $(word 2,$(MACHINE_NODE_FACTS))

@@ -1,5 +1,5 @@
 // Failover drill: the service on a primary with a synchronous standby (both hosts in
-// DATABASE_URL, target_session_attrs=read-write), eight writers creating users, each retrying
+// DATABASE_URL, target_session_attrs=primary), eight writers creating users, each retrying
 // with the same Idempotency-Key until it gets its 201. The primary's postmaster is killed
 // (SIGKILL) and the standby promoted by hand with `pg_ctl promote`, as an operator (or an
 // alert-driven script) would: deterministic in CI, and nothing more to install than PostgreSQL
@@ -23,7 +23,7 @@ const RETRY_MS = 100
 const ports: [number, number] = [await freePort(), await freePort()]
 const { primary, standby, promoteStandby } = await startPrimaryAndStandby(t, ports)
 const server = await startServer(t, {
-  DATABASE_URL: `postgres://postgres@127.0.0.1:${ports[0]},127.0.0.1:${ports[1]}/postgres?target_session_attrs=read-write`,
+  DATABASE_URL: `postgres://postgres@127.0.0.1:${ports[0]},127.0.0.1:${ports[1]}/postgres?target_session_attrs=primary`,
   DATABASE_POOL_MAX: '8',
   RATE_LIMIT_MAX: '10000000',
 })

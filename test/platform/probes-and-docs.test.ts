@@ -67,7 +67,7 @@ t.test('/metrics exposes request counts and durations by route template, and db 
     text,
     new RegExp(`http_request_duration_seconds_count\\{method="GET",${escapeRegExp(template)},status="404"\\} 1`),
   )
-  t.match(text, /db_operation_duration_seconds_count\{operation="users.findByKey"\} 1/)
+  t.match(text, /db_operation_duration_seconds_count\{operation="SELECT users"\} 1/, 'the lookup, timed by statement')
   t.notMatch(text, systemUuid, 'no concrete path in labels')
 })
 
