@@ -141,7 +141,7 @@ format: node_modules
 typecheck: node_modules
 	npm run typecheck
 
-## Type-check, Biome on the code, Redocly and Spectral on the contract.
+## Type-check, Biome on the code, Redocly and Spectral on the contract, Redocly (strict) on its Arazzo workflows.
 lint: node_modules
 	npm run lint
 

@@ -917,6 +917,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/arazzo.yaml": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The partner journeys
+         * @description The partner journeys as Arazzo 1.0.1 workflows (YAML): inputs, steps, success criteria and
+         *     the outputs that carry ids from step to step. Its source description is `./openapi.json`,
+         *     this contract as served beside it. A change that breaks a workflow is a contract change.
+         */
+        get: operations["getArazzoDocument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4350,6 +4372,30 @@ export interface operations {
                 };
                 content: {
                     "application/json": Record<string, unknown>;
+                };
+            };
+            400: components["responses"]["MalformedRequest"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+        };
+    };
+    getArazzoDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The Arazzo document. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/yaml": string;
                 };
             };
             400: components["responses"]["MalformedRequest"];

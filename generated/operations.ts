@@ -1161,6 +1161,25 @@ export const operations = {
       "408": "RequestTimeout",
       "431": "RequestHeadersTooLarge"
     }
+  },
+  "getArazzoDocument": {
+    "method": "GET",
+    "path": "/arazzo.yaml",
+    "url": "/arazzo.yaml",
+    "bodySchema": null,
+    "validationGroup": null,
+    "idempotent": false,
+    "public": true,
+    "scopes": [],
+    "uuidPathParams": [],
+    "systemUuidIn": [],
+    "served": false,
+    "responses": {
+      "200": null,
+      "400": "MalformedRequest",
+      "408": "RequestTimeout",
+      "431": "RequestHeadersTooLarge"
+    }
   }
 } as const satisfies Record<string, OperationInfo>
 

@@ -46,6 +46,12 @@ const RUNNERS: { doc: string; runner: string; marker: string; runs: (b: Block) =
     runs: (b) => b.info.join(' ') === 'sh',
   },
   {
+    doc: 'README.md',
+    runner: 'test/contract/arazzo-workflows.test.ts',
+    marker: '<!-- arazzo-workflows',
+    runs: (b) => /<!-- arazzo-workflows[^>]*-->\s*$/.test(b.before),
+  },
+  {
     doc: 'docs/integrators.md',
     runner: 'tools/sdk-check.ts',
     marker: '<!-- sdk-check',

@@ -26,7 +26,7 @@ t.test('business routes need a configured X-API-Key; probes and docs do not', as
     404,
     'every configured key works',
   )
-  for (const url of ['/live', '/ready', '/metrics', '/openapi.json']) {
+  for (const url of ['/live', '/ready', '/metrics', '/openapi.json', '/arazzo.yaml']) {
     t.equal((await api.request({ method: 'GET', url, key: null })).statusCode, 200, url)
   }
 })

@@ -1,4 +1,4 @@
-// /live, /ready (including a dead database), /metrics, /openapi.json and /docs.
+// /live, /ready (including a dead database), /metrics, /openapi.json, /arazzo.yaml and /docs.
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { randomUUID } from 'node:crypto'
@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/config.js'
 import { createClient } from '../../src/db/client.js'
 import { specPath } from '../../src/paths.js'
 import { buildServedDocument } from '../../src/docs/served-document.js'
+import { buildServedWorkflows, workflowsPath } from '../../src/docs/served-workflows.js'
 import { buildTestApp, API_KEY, NO_LOAD_SHEDDING } from '../helpers/app.js'
 
 t.test('/live reports the deployment profile without touching dependencies', async (t) => {
@@ -95,6 +96,38 @@ t.test("/openapi.json is the YAML contract plus each operation's error codes, an
   const docs = await api.request({ method: 'GET', url: '/docs/', key: null })
   t.equal(docs.statusCode, 200)
   t.match(docs.headers['content-type'], /text\/html/)
+})
+
+t.test('/arazzo.yaml is spec/workflows.arazzo.yaml with its source pointed at the served /openapi.json', async (t) => {
+  const api = await buildTestApp(t)
+  const res = await api.request({ method: 'GET', url: '/arazzo.yaml', key: null })
+  t.equal(res.statusCode, 200)
+  t.match(res.headers['content-type'], /^application\/yaml/)
+  const file = readFileSync(workflowsPath, 'utf8')
+  const fileLines = file.split('\n')
+  const changed = res.body.split('\n').filter((line, i) => line !== fileLines[i])
+  t.same(changed, ['    url: ./openapi.json'], 'only the source description differs, comments kept')
+  const workflows = parse(res.body)
+  t.equal(workflows.arazzo, '1.0.1')
+  t.same(workflows.sourceDescriptions, [{ name: 'study', url: './openapi.json', type: 'openapi' }])
+  t.equal(workflows.info.version, parse(readFileSync(specPath, 'utf8')).info.version, 'versioned with the contract')
+  const served = (await api.get('/openapi.json')).json()
+  for (const workflow of workflows.workflows)
+    for (const step of workflow.steps)
+      t.ok(
+        Object.values<any>(served.paths).some((item) =>
+          Object.values<any>(item).some((op) => op?.operationId === step.operationId),
+        ),
+        `${workflow.workflowId} / ${step.stepId}: ${step.operationId} is an operation of /openapi.json`,
+      )
+  t.match(served.info.description, '[`/arazzo.yaml`](/arazzo.yaml)', '/docs links to it')
+})
+
+t.test('a workflows file without the repository source description does not start', async (t) => {
+  const file = readFileSync(workflowsPath, 'utf8')
+  t.throws(() => buildServedWorkflows(file.replace('url: ./openapi.yaml', 'url: ./elsewhere.yaml')), {
+    message: /no OpenAPI source description with url \.\/openapi\.yaml/,
+  })
 })
 
 function escapeRegExp(s: string) {

@@ -451,7 +451,7 @@ for (const c of cases) {
   } else if (findRoute(method, url.split('?')[0]!)) {
     found.push(...contractProblems(method, url, res.statusCode, res.headers, res.body))
     const type = String(res.headers['content-type'] ?? '')
-    if (res.statusCode !== 204 && !/^(application\/json|text\/plain|text\/html)/.test(type))
+    if (res.statusCode !== 204 && !/^(application\/json|application\/yaml|text\/plain|text\/html)/.test(type))
       found.push(`content type "${type}" not declared`)
   } else if (res.statusCode !== 404 && res.statusCode < 400) {
     found.push(`a path outside the spec answered ${res.statusCode}`)

@@ -4,6 +4,7 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import { readSpec } from '../../spec.js'
 import { buildServedDocument } from '../../docs/served-document.js'
+import { readServedWorkflows } from '../../docs/served-workflows.js'
 import { swaggerUiConfig } from '../../library-types.js'
 
 /** Anything under /docs/static that could leave the asset folder once decoded. */
@@ -27,11 +28,13 @@ export function escapesStaticFolder(url: string): boolean {
 /**
  * The contract at /openapi.json (spec/openapi.yaml plus each operation's error codes, see
  * src/docs/served-document.ts) and the offline Swagger UI at /docs, which reads that same
- * document (and /docs/json serves it too).
+ * document (and /docs/json serves it too); beside it, the partner journeys at /arazzo.yaml
+ * (spec/workflows.arazzo.yaml, see src/docs/served-workflows.ts).
  */
 export default fp(
   async (fastify) => {
     const document = buildServedDocument(readSpec())
+    const workflows = readServedWorkflows()
     await fastify.register(swagger, { mode: 'static', specification: { document } })
     await fastify.register(async (scope) => {
       scope.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
@@ -51,6 +54,9 @@ export default fp(
       })
     })
     fastify.get('/openapi.json', { schema: { hide: true } }, async () => fastify.swagger())
+    fastify.get('/arazzo.yaml', { schema: { hide: true } }, async (_request, reply) =>
+      reply.type('application/yaml; charset=utf-8').send(workflows),
+    )
   },
   { name: 'docs' },
 )

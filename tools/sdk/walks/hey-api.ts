@@ -14,6 +14,7 @@ export async function walk(baseUrl: string, apiKey: string, id: string, strict: 
   done('getReady', await sdk.getReady({ client }))
   done('getOpenApiDocument', await sdk.getOpenApiDocument({ client }))
   done('getMetrics', await sdk.getMetrics({ client, parseAs: 'text' }))
+  done('getArazzoDocument', await sdk.getArazzoDocument({ client, parseAs: 'text' }))
 
   const created = await sdk.createUser({
     client,

@@ -13,6 +13,7 @@ export async function walk(baseUrl: string, apiKey: string, id: string, strict: 
   r.record('getReady', (await client.GET('/ready')).response)
   r.record('getOpenApiDocument', (await client.GET('/openapi.json')).response)
   r.record('getMetrics', (await client.GET('/metrics', { parseAs: 'text' })).response)
+  r.record('getArazzoDocument', (await client.GET('/arazzo.yaml', { parseAs: 'text' })).response)
 
   const created = await client.POST('/api/v1/user', {
     params: { header: key('user') },

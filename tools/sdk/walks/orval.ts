@@ -12,9 +12,10 @@ export async function walk(_baseUrl: string, apiKey: string, id: string, strict:
   done('getLive', await api.getLive(auth))
   done('getReady', await api.getReady(auth))
   done('getOpenApiDocument', await api.getOpenApiDocument(auth))
-  // orval's fetch client parses every body as JSON; /metrics is Prometheus text, so it is read
-  // with fetch on the URL orval builds.
+  // orval's fetch client parses every body as JSON; /metrics is Prometheus text and /arazzo.yaml
+  // YAML, so they are read with fetch on the URLs orval builds.
   done('getMetrics', await fetch(api.getGetMetricsUrl(), auth))
+  done('getArazzoDocument', await fetch(api.getGetArazzoDocumentUrl(), auth))
 
   const created = await api.createUser({ ...me, full_name: 'SDK Walker', timezone: 'Europe/Berlin' }, key('user'), auth)
   done('createUser', created)
