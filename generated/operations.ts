@@ -1169,6 +1169,7 @@ export const operations = {
     "bodySchema": null,
     "validationGroup": null,
     "idempotent": false,
+    "idempotencyKeyOptional": false,
     "public": true,
     "scopes": [],
     "uuidPathParams": [],
