@@ -1,5 +1,6 @@
-// Failover drill: the service behind HAProxy on a Patroni cluster (etcd, a primary and its
-// synchronous standby in synchronous mode strict), run from the files in deploy/. Under write
+// Failover drill: the service behind HAProxy on a Patroni cluster (etcd; three nodes: a primary,
+// its synchronous standby and a second standby, in synchronous mode strict), run from the files
+// in deploy/. Under write
 // load (eight idempotent writers, each retrying its key until it gets its 201, plus a new client
 // on a new connection every 100 ms) the primary is lost three ways:
 //   crash       its postmaster SIGKILLed;
@@ -14,9 +15,12 @@
 // `make drill-failover` runs it alone.
 import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
 import { request, Agent } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
+import { projectRoot } from '../../src/paths.js'
 import { type PatroniNode, startPatroniCluster } from '../helpers/private-patroni.js'
 import { startServer } from '../helpers/server-process.js'
 import { waitFor, within } from '../helpers/wait.js'
@@ -140,6 +144,7 @@ function load(system: string) {
   }
 }
 
+const seconds = (ms: number) => (ms / 1000).toFixed(2)
 const acknowledgedAfter = (answers: Answer[], from: number) => answers.filter((a) => a.at > from && a.outcome === 201)
 
 /** Rows of `system` on `node`, read directly (not through the balancer). */
@@ -213,12 +218,26 @@ async function drill(t: Test, variant: keyof typeof SERVED_AGAIN_WITHIN_MS, faul
   for (const a of writes.answers) byStatus[a.outcome] = (byStatus[a.outcome] ?? 0) + 1
   const slowest = Math.max(...writes.answers.map((a) => a.at - a.sent))
   const lastBefore = Math.max(...writes.answers.filter((a) => a.at <= faultAt && a.outcome === 201).map((a) => a.at))
+  // The old primary rejoining as a standby is Patroni's work too; reported, not asserted: writes
+  // never wait for it while a third node can be the synchronous standby.
+  const rejoined = await waitFor(
+    `${old.name} replicating from ${promoted.name}`,
+    async () => {
+      const [was, now] = [await cluster.memberState(old), await cluster.memberState(promoted)]
+      return (
+        was?.role !== 'leader' && was?.timeline === now?.timeline && typeof was?.lag === 'number' && was.lag < 1_048_576
+      )
+    },
+    { timeoutMs: 20_000, everyMs: 200 },
+  ).then(
+    () => `had rejoined as a standby by ${seconds(performance.now() - faultAt)} s after the fault`,
+    async () => `had not rejoined 20 s later (${JSON.stringify(await cluster.memberState(old))})`,
+  )
   const stored = await storedOn(promoted, system)
   const rows = new Map(stored.rows.map((r) => [r.system_user_id, r.n]))
   const lost = [...writes.acknowledged].filter((key) => !rows.has(key))
   const duplicated = stored.rows.filter((r) => r.n !== 1).map((r) => r.system_user_id)
   const retried = [...writes.attempts].filter(([, n]) => n > 1).map(([key]) => key)
-  const seconds = (ms: number) => (ms / 1000).toFixed(2)
 
   t.comment(
     `failover ${variant}: promoted by patroni in ${seconds(promotedAt - faultAt)} s; ` +
@@ -227,7 +246,7 @@ async function drill(t: Test, variant: keyof typeof SERVED_AGAIN_WITHIN_MS, faul
   )
   t.comment(
     `failover ${variant} detail: ${old.name} → ${promoted.name}; writes served again ${seconds(servedAgain.at - faultAt)} s after the fault ` +
-      `(last 201 before it → first 201 after the promotion: ${seconds(servedAgain.at - lastBefore)} s); keys retried ${retried.length}`,
+      `(last 201 before it → first 201 after the promotion: ${seconds(servedAgain.at - lastBefore)} s); keys retried ${retried.length}; ${old.name} ${rejoined}`,
   )
 
   t.not(promoted, old, 'another node leads')
@@ -252,6 +271,18 @@ async function drill(t: Test, variant: keyof typeof SERVED_AGAIN_WITHIN_MS, faul
   t.equal(stored.rows.length, writes.acknowledged.size, 'nothing stored that was never acknowledged')
   return { old, promoted }
 }
+
+t.test('the alert rules of the database tier name metrics Patroni serves', async (t) => {
+  const rules = readFileSync(path.join(projectRoot, 'deploy/prometheus/alerts.yml'), 'utf8')
+  const named = new Set(rules.match(/\bpatroni_[a-z_]+/g))
+  t.ok(named.size >= 5, `${named.size} Patroni metrics named`)
+  for (const node of cluster.nodes) {
+    const { status, body } = await node.api('/metrics')
+    t.equal(status, 200)
+    const served = new Set(String(body).match(/^patroni_[a-z_]+/gm))
+    for (const name of named) t.ok(served.has(name), `${node.name} serves ${name}`)
+  }
+})
 
 t.test('crash: the primary’s postmaster is killed', (t) =>
   drill(t, 'crash', {

@@ -1,4 +1,4 @@
-// A private Patroni cluster for failover drills: one etcd member, two Patroni nodes (each with
+// A private Patroni cluster for failover drills: one etcd member, three Patroni nodes (each with
 // its PostgreSQL) and HAProxy in front, all on free local ports under one temporary folder, run
 // from the files in deploy/ with local addresses and folders, trust authentication and the
 // timing the caller gives. Everything started here is stopped by its process id at the end.
@@ -52,10 +52,12 @@ export interface PatroniCluster {
   etcdUrl: string
   /** The node holding the leader key, from Patroni's view of the cluster (undefined while none does). */
   leader(): Promise<PatroniNode | undefined>
-  /** Waits until one node leads and the other is its streaming synchronous standby. */
+  /** Waits until one node leads and another is its streaming synchronous standby. */
   healthy(timeoutMs?: number): Promise<{ leader: PatroniNode; standby: PatroniNode }>
   /** `patronictl switchover --force`: a planned change of leader, run by Patroni; resolves to its output. */
   switchover(): Promise<string>
+  /** `node` as GET /cluster lists it (role, state, timeline, lag in bytes); undefined when not listed. */
+  memberState(node: PatroniNode): Promise<Member | undefined>
   haproxyOutput(): string
 }
 
@@ -318,6 +320,8 @@ async function startBalancer(t: Test, nodes: PatroniNode[], checkInterMs: number
     DB1_API_PORT: String(nodes[0]!.apiPort),
     DB2: `127.0.0.1:${nodes[1]!.pgPort}`,
     DB2_API_PORT: String(nodes[1]!.apiPort),
+    DB3: `127.0.0.1:${nodes[2]!.pgPort}`,
+    DB3_API_PORT: String(nodes[2]!.apiPort),
     CHECK_INTER_MS: String(checkInterMs),
   }
   const child = spawn('haproxy', ['-db', '-f', HAPROXY_POSTGRES_CONFIG], { env, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -335,10 +339,12 @@ async function startBalancer(t: Test, nodes: PatroniNode[], checkInterMs: number
 }
 
 /** Members as Patroni's REST API lists them (GET /cluster). */
-interface Member {
+export interface Member {
   name: string
   role: string
   state: string
+  timeline?: number
+  lag?: number | string
 }
 
 export async function startPatroniCluster(
@@ -361,8 +367,8 @@ export async function startPatroniCluster(
   const etcdUrl = await startEtcd(t, dir)
   const etcdPort = Number(new URL(etcdUrl).port)
   const nodes: PatroniNode[] = []
-  // The first node bootstraps the cluster (initdb); the second then clones it (pg_basebackup).
-  for (const name of ['db1', 'db2']) {
+  // The first node bootstraps the cluster (initdb); the others then clone it (pg_basebackup).
+  for (const name of ['db1', 'db2', 'db3']) {
     const node = await startNode(
       t,
       name,
@@ -426,6 +432,7 @@ export async function startPatroniCluster(
           timeout: 60_000,
         })
       ).stdout,
+    memberState: async (node) => (await members()).find((m) => m.name === node.name),
     haproxyOutput: balancer.output,
   }
   await cluster.healthy()

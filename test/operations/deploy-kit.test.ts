@@ -161,6 +161,8 @@ t.test('every metric the rules and the dashboard name is on the real /metrics', 
     for (const name of metricNames(expr)) {
       seen.add(name)
       if (FROM_PROMETHEUS.has(name)) continue
+      // Patroni's own /metrics (the database tier's rules): the failover drill checks those names.
+      if (name.startsWith('patroni_')) continue
       t.ok(exposed(name), `${where}: ${name} is on /metrics`)
     }
   }
