@@ -32,7 +32,7 @@ import { waitFor, within } from '../helpers/wait.js'
  */
 const TIMING = { ttl: 6, loop_wait: 1, retry_timeout: 2 }
 /** HAProxy checks each node's /primary this often; two failures take a node out. */
-const CHECK_INTER_MS = 500
+const CHECK_INTER_MS = 250
 const WRITERS = 8
 const NEW_CLIENT_EVERY_MS = 100
 const RETRY_MS = 100
@@ -348,4 +348,19 @@ t.test('switchover: a planned change of leader under load', (t) =>
       return promoted
     },
   }),
+)
+
+t.test(
+  'rolling restart: Patroni restarts each standby’s PostgreSQL, the cluster keeps its synchronous standby',
+  async (t) => {
+    const { leader } = await cluster.healthy()
+    for (const node of cluster.nodes.filter((n) => n !== leader)) {
+      const before = node.postmasterPid()
+      t.match(await cluster.restart(node), /Success: restart on member/, `patronictl restarted ${node.name}`)
+      await cluster.healthy()
+      t.not(node.postmasterPid(), before, `${node.name} runs a new postmaster`)
+    }
+    const after = await cluster.healthy()
+    t.equal(after.leader, leader, 'the primary stayed the primary')
+  },
 )

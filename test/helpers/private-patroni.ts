@@ -56,6 +56,8 @@ export interface PatroniCluster {
   healthy(timeoutMs?: number): Promise<{ leader: PatroniNode; standby: PatroniNode }>
   /** `patronictl switchover --force`: a planned change of leader, run by Patroni; resolves to its output. */
   switchover(): Promise<string>
+  /** `patronictl restart <scope> <node> --force`: Patroni restarts that node's PostgreSQL. */
+  restart(node: PatroniNode): Promise<string>
   /** `node` as GET /cluster lists it (role, state, timeline, lag in bytes); undefined when not listed. */
   memberState(node: PatroniNode): Promise<Member | undefined>
   haproxyOutput(): string
@@ -390,6 +392,13 @@ export async function startPatroniCluster(
   }
   const balancer = await startBalancer(t, nodes, checkInterMs)
 
+  const patronictl = async (...args: string[]) =>
+    (
+      await execFileAsync('patronictl', ['-c', nodes[0]!.config, ...args], {
+        env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8', PYTHONPATH: pythonPath },
+        timeout: 60_000,
+      })
+    ).stdout
   const members = async (): Promise<Member[]> => {
     for (const node of nodes) {
       const { status, body } = await node.api('/cluster')
@@ -425,13 +434,8 @@ export async function startPatroniCluster(
         )
       }
     },
-    switchover: async () =>
-      (
-        await execFileAsync('patronictl', ['-c', nodes[0]!.config, 'switchover', '--force'], {
-          env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8', PYTHONPATH: pythonPath },
-          timeout: 60_000,
-        })
-      ).stdout,
+    switchover: () => patronictl('switchover', '--force'),
+    restart: (node) => patronictl('restart', 'drill', node.name, '--force'),
     memberState: async (node) => (await members()).find((m) => m.name === node.name),
     haproxyOutput: balancer.output,
   }
