@@ -196,6 +196,7 @@ interface Fault {
 }
 
 async function drill(t: Test, variant: keyof typeof SERVED_AGAIN_WITHIN_MS, fault: Fault) {
+  await cluster.complete()
   const { leader: old } = await cluster.healthy()
   const system = randomUUID()
   const writes = load(system)
@@ -220,16 +221,10 @@ async function drill(t: Test, variant: keyof typeof SERVED_AGAIN_WITHIN_MS, faul
   const lastBefore = Math.max(...writes.answers.filter((a) => a.at <= faultAt && a.outcome === 201).map((a) => a.at))
   // The old primary rejoining as a standby is Patroni's work too; reported, not asserted: writes
   // never wait for it while a third node can be the synchronous standby.
-  const rejoined = await waitFor(
-    `${old.name} replicating from ${promoted.name}`,
-    async () => {
-      const [was, now] = [await cluster.memberState(old), await cluster.memberState(promoted)]
-      return (
-        was?.role !== 'leader' && was?.timeline === now?.timeline && typeof was?.lag === 'number' && was.lag < 1_048_576
-      )
-    },
-    { timeoutMs: 20_000, everyMs: 200 },
-  ).then(
+  const rejoined = await waitFor(`${old.name} replicating from ${promoted.name}`, () => cluster.replicating(old), {
+    timeoutMs: 20_000,
+    everyMs: 200,
+  }).then(
     () => `had rejoined as a standby by ${seconds(performance.now() - faultAt)} s after the fault`,
     async () => `had not rejoined 20 s later (${JSON.stringify(await cluster.memberState(old))})`,
   )
@@ -269,7 +264,7 @@ async function drill(t: Test, variant: keyof typeof SERVED_AGAIN_WITHIN_MS, faul
   t.same(lost, [], 'every acknowledged write is on the new primary')
   t.same(duplicated, [], 'every key applied exactly once, retried or not')
   t.equal(stored.rows.length, writes.acknowledged.size, 'nothing stored that was never acknowledged')
-  return { old, promoted }
+  return { old, promoted, rejoined: rejoined.startsWith('had rejoined') }
 }
 
 t.test('the alert rules of the database tier name metrics Patroni serves', async (t) => {
@@ -298,7 +293,7 @@ t.test('freeze: every process of the primary stopped past the leader TTL, then r
   // a write on the old primary directly (no balancer in between).
   const probeTable = `fence_${randomUUID().replaceAll('-', '')}`
   let probe: { outcome: string; ms: number } | undefined
-  await drill(t, 'freeze', {
+  const { old, rejoined } = await drill(t, 'freeze', {
     async cause(old, faultAt) {
       const direct = postgres(old.url, { max: 1, onnotice: () => {}, connect_timeout: 5 })
       t.teardown(() => direct.end({ timeout: 0 }))
@@ -332,6 +327,13 @@ t.test('freeze: every process of the primary stopped past the leader TTL, then r
     `failover freeze, the old primary resumed: its write ${probe!.outcome} after ${(probe!.ms / 1000).toFixed(2)} s`,
   )
   t.not(probe!.outcome, 'acknowledged', 'the old primary acknowledged no write after it resumed')
+  if (!rejoined) {
+    // Patroni 3.0.2 may start a demoted primary as a standby without the pg_rewind its diverged
+    // timeline needs (patches/README.md); an operator's answer, so the next variants start whole.
+    t.comment(`failover freeze: ${old.name} cloned again with patronictl reinit`)
+    await cluster.reinit(old)
+    await cluster.complete()
+  }
   const { leader } = await cluster.healthy()
   const sql = postgres(leader.url, { max: 1, onnotice: () => {} })
   t.teardown(() => sql.end({ timeout: 1 }))

@@ -58,6 +58,12 @@ export interface PatroniCluster {
   switchover(): Promise<string>
   /** `patronictl restart <scope> <node> --force`: Patroni restarts that node's PostgreSQL. */
   restart(node: PatroniNode): Promise<string>
+  /** `patronictl reinit <scope> <node> --force`: Patroni clones that standby again from the leader. */
+  reinit(node: PatroniNode): Promise<string>
+  /** Whether `node` replicates from the leader: a standby on the leader's timeline, less than 1 MiB behind. */
+  replicating(node: PatroniNode): Promise<boolean>
+  /** Waits until one node leads and every other one replicates from it. */
+  complete(timeoutMs?: number): Promise<void>
   /** `node` as GET /cluster lists it (role, state, timeline, lag in bytes); undefined when not listed. */
   memberState(node: PatroniNode): Promise<Member | undefined>
   haproxyOutput(): string
@@ -143,6 +149,8 @@ function patchedPatroni(dir: string): string {
   if (version !== 'patroni 3.0.2' || process.env.DRILL_PATRONI_UNPATCHED === '1') return python
   cpSync(PATRONI_PACKAGE, path.join(python, 'patroni'), { recursive: true })
   execFileSync('patch', ['-p1', '-s', '-d', python, '-i', path.join(projectRoot, 'patches', 'patroni+3.0.2.patch')])
+  // Owned by the postgres user, so the nodes can keep their compiled modules beside it.
+  execFileSync('chown', ['-R', 'postgres:postgres', python])
   return python
 }
 
@@ -349,6 +357,24 @@ export interface Member {
   lag?: number | string
 }
 
+function isLeader(all: Member[], name: string): boolean {
+  return all.some((m) => m.name === name && m.role === 'leader' && m.state === 'running')
+}
+
+function replicating(all: Member[], name: string): boolean {
+  const leader = all.find((m) => m.role === 'leader')
+  const member = all.find((m) => m.name === name)
+  return Boolean(
+    leader &&
+      member &&
+      member !== leader &&
+      member.state === 'running' &&
+      member.timeline === leader.timeline &&
+      typeof member.lag === 'number' &&
+      member.lag < 1_048_576,
+  )
+}
+
 export async function startPatroniCluster(
   t: Test,
   { timing, checkInterMs }: { timing: PatroniTiming; checkInterMs: number },
@@ -436,9 +462,25 @@ export async function startPatroniCluster(
     },
     switchover: () => patronictl('switchover', '--force'),
     restart: (node) => patronictl('restart', 'drill', node.name, '--force'),
+    reinit: (node) => patronictl('reinit', 'drill', node.name, '--force'),
+    replicating: async (node) => replicating(await members(), node.name),
+    complete: async (timeoutMs = 60_000) => {
+      await waitFor(
+        'every standby replicating from the leader',
+        async () => {
+          const all = await members()
+          return all.length === nodes.length && nodes.every((n) => replicating(all, n.name) || isLeader(all, n.name))
+        },
+        { timeoutMs, everyMs: 200 },
+      ).catch(async (err) => {
+        throw new Error(`${err.message}: ${JSON.stringify(await members())}`)
+      })
+    },
     memberState: async (node) => (await members()).find((m) => m.name === node.name),
     haproxyOutput: balancer.output,
   }
   await cluster.healthy()
+  // patronictl's first run compiles its modules: done here, so a drill's command starts at once.
+  await patronictl('list')
   return cluster
 }
