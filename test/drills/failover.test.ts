@@ -1,8 +1,7 @@
 // Failover drill: the service behind HAProxy on a Patroni cluster (etcd; three nodes: a primary,
 // its synchronous standby and a second standby, in synchronous mode strict), run from the files
-// in deploy/. Under write
-// load (eight idempotent writers, each retrying its key until it gets its 201, plus a new client
-// on a new connection every 100 ms) the primary is lost three ways:
+// in deploy/. Under write load (eight idempotent writers, each retrying its key until it gets its
+// 201, plus a new client on a new connection every 100 ms) the primary is lost three ways:
 //   crash       its postmaster SIGKILLed;
 //   freeze      every process of the node (Patroni and PostgreSQL) SIGSTOPped past the leader
 //               TTL, then SIGCONT: the old primary must not acknowledge a write once it resumes;
@@ -10,8 +9,10 @@
 // Nothing here promotes anything: Patroni does. Each variant asserts: every acknowledged write is
 // on the new primary, every key applied once, only 201 and 503 with Retry-After, no answer slower
 // than the client's deadline, the process never exits, writes served again within 15 s of the
-// fault (5 s for the switchover). Each prints one line:
+// fault (for the switchover: at most 5 s between two acknowledged writes). Each prints one line:
 //   failover <variant>: promoted by patroni in <s> s; acknowledged <n>, lost <n>; slowest answer <s> s; answers <json>
+// and a detail line (which node, when writes came back, whether the old primary rejoined). Then
+// each standby is restarted with `patronictl restart`, as a rolling restart does.
 // `make drill-failover` runs it alone.
 import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
@@ -38,6 +39,12 @@ const NEW_CLIENT_EVERY_MS = 100
 const RETRY_MS = 100
 /** A request with no answer after this long counts as past the deadline (and is aborted). */
 const CLIENT_DEADLINE_MS = 10_000
+/**
+ * Writes served again within this long. A crash or a freeze stops writes at once, so it is
+ * counted from the fault; a switchover stops them only once Patroni demotes the primary (after
+ * patronictl has started and asked it), so it is counted as the write gap: the longest time
+ * between two acknowledged writes.
+ */
 const SERVED_AGAIN_WITHIN_MS = { crash: 15_000, freeze: 15_000, switchover: 5_000 }
 
 const cluster = await startPatroniCluster(t, { timing: TIMING, checkInterMs: CHECK_INTER_MS })
@@ -218,7 +225,10 @@ async function drill(t: Test, variant: keyof typeof SERVED_AGAIN_WITHIN_MS, faul
   const byStatus: Record<string, number> = {}
   for (const a of writes.answers) byStatus[a.outcome] = (byStatus[a.outcome] ?? 0) + 1
   const slowest = Math.max(...writes.answers.map((a) => a.at - a.sent))
-  const lastBefore = Math.max(...writes.answers.filter((a) => a.at <= faultAt && a.outcome === 201).map((a) => a.at))
+  const acknowledgedAt = writes.answers.filter((a) => a.outcome === 201).map((a) => a.at)
+  acknowledgedAt.sort((a, b) => a - b)
+  const writeGap = Math.max(...acknowledgedAt.slice(1).map((at, i) => at - acknowledgedAt[i]!))
+  const servedAgainMs = variant === 'switchover' ? writeGap : servedAgain.at - faultAt
   // The old primary rejoining as a standby is Patroni's work too; reported, not asserted: writes
   // never wait for it while a third node can be the synchronous standby.
   const rejoined = await waitFor(`${old.name} replicating from ${promoted.name}`, () => cluster.replicating(old), {
@@ -240,8 +250,8 @@ async function drill(t: Test, variant: keyof typeof SERVED_AGAIN_WITHIN_MS, faul
       `answers ${JSON.stringify(byStatus)}`,
   )
   t.comment(
-    `failover ${variant} detail: ${old.name} → ${promoted.name}; writes served again ${seconds(servedAgain.at - faultAt)} s after the fault ` +
-      `(last 201 before it → first 201 after the promotion: ${seconds(servedAgain.at - lastBefore)} s); keys retried ${retried.length}; ${old.name} ${rejoined}`,
+    `failover ${variant} detail: ${old.name} → ${promoted.name}; first write acknowledged by the new primary ${seconds(servedAgain.at - faultAt)} s after the fault; ` +
+      `write gap (longest time between two acknowledged writes) ${seconds(writeGap)} s; keys retried ${retried.length}; ${old.name} ${rejoined}`,
   )
 
   t.not(promoted, old, 'another node leads')
@@ -258,8 +268,8 @@ async function drill(t: Test, variant: keyof typeof SERVED_AGAIN_WITHIN_MS, faul
   t.equal(server.child.exitCode, null, 'the process never exited')
   t.equal(server.child.signalCode, null)
   t.ok(
-    servedAgain.at - faultAt <= SERVED_AGAIN_WITHIN_MS[variant],
-    `writes served again within ${SERVED_AGAIN_WITHIN_MS[variant] / 1000} s of the fault`,
+    servedAgainMs <= SERVED_AGAIN_WITHIN_MS[variant],
+    `writes served again within ${SERVED_AGAIN_WITHIN_MS[variant] / 1000} s (${variant === 'switchover' ? 'write gap' : 'of the fault'})`,
   )
   t.same(lost, [], 'every acknowledged write is on the new primary')
   t.same(duplicated, [], 'every key applied exactly once, retried or not')
