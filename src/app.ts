@@ -43,6 +43,8 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance']
   /** Clock for schedule decisions; tests pass a controllable one. */
   now?: () => Date
+  /** Milliseconds for the in-process rate-limit windows (default performance.now); tests pass a controllable one. */
+  rateLimitClock?: () => number
   /** OpenTelemetry, when OTEL_* asks for it (src/tracing); absent, no tracing code runs. */
   tracing?: Tracing
   /**
@@ -75,6 +77,7 @@ export async function buildApp({
   sql,
   logger,
   now,
+  rateLimitClock,
   tracing,
   listenForKeyChanges = true,
 }: AppOptions): Promise<FastifyInstance> {
@@ -116,7 +119,7 @@ export async function buildApp({
   await app.register(analyticsRollupPlugin, { intervalMs: config.analyticsRefreshIntervalMs })
   await app.register(corsPlugin)
   await app.register(authPlugin, { listenWith: listenForKeyChanges ? sql : undefined })
-  await app.register(rateLimitPlugin)
+  await app.register(rateLimitPlugin, { windowClock: rateLimitClock })
   await app.register(loadSheddingPlugin)
   await app.register(bodyBudgetPlugin)
   await app.register(requestPipelinePlugin)

@@ -29,7 +29,8 @@ export function namesOnlyAllowedSystems(
 
 /** A preHandler hook (after validation) for an operation whose request names system_uuid in `parts`. */
 export function checkSystems(parts: readonly SystemUuidPart[]): preHandlerHookHandler {
-  return (request, _reply, done) => {
+  // Named: the order-of-checks test reads hooks by name.
+  return function checkKeySystems(request, _reply, done) {
     const systems = request.apiKey?.systems
     if (!systems || namesOnlyAllowedSystems(request, parts, systems)) return done()
     done(appError('SECURITY_SYSTEM_FORBIDDEN'))

@@ -234,6 +234,11 @@ export class BodyPrescan {
       } else if (c === 0x7d || c === 0x5d) {
         if (measuring) {
           count++
+          // The closing character is the value's last: its count is checked before the value ends.
+          if (count > measuring.limit) {
+            this.#measuring = measuring
+            return this.#oversize()
+          }
           if (stack.length - 1 === measuring.depth) measuring = null
         }
         stack.pop()

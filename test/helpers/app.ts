@@ -38,7 +38,7 @@ export const newKey = () => `key-${process.pid}-${Date.now()}-${++keyCounter}`
 export async function buildTestApp(
   t: Test,
   env: Record<string, string> = {},
-  options: { now?: () => Date } = {},
+  options: { now?: () => Date; rateLimitClock?: () => number } = {},
 ): Promise<TestApi> {
   const db = await createTestDatabase(t)
   const config = loadConfig({
@@ -49,7 +49,7 @@ export async function buildTestApp(
     ...NO_LOAD_SHEDDING,
     ...env,
   })
-  const app = await buildApp({ config, sql: db.sql, logger: false, now: options.now })
+  const app = await buildApp({ config, sql: db.sql, logger: false, ...options })
   t.teardown(() => app.close())
 
   const request: TestApi['request'] = async ({ key = API_KEY, ...options }) => {

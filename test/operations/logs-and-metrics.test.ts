@@ -16,6 +16,7 @@ import { createClient } from '../../src/db/client.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { freePort } from '../helpers/server-process.js'
 import { hogUntilOverloaded } from '../helpers/event-loop-hog.js'
+import { waitFor } from '../helpers/wait.js'
 
 const KEY = 'ops-key-1'
 const OTHER_KEY = 'ops-key-2'
@@ -160,8 +161,12 @@ t.test('load shedding is counted by route; /ready turning not_ready is not', asy
   const app = await buildApp({ config, sql: db.sql, logger: false })
   t.teardown(() => app.close())
   await app.ready()
-  await sleep(2100) // past the start-up samples (one per second)
   const get = (url: string) => app.inject({ method: 'GET', url, headers: { 'x-api-key': KEY } })
+  // Past a late start-up sample (samples are one a second): /ready, which is never counted as
+  // shed, says the loop is on time.
+  await waitFor('the start-up samples to show the loop on time', async () => (await get('/ready')).statusCode === 200, {
+    everyMs: 50,
+  })
   // Keep the event loop late (200 ms of synchronous work at a time) until a sample shows it.
   const stopHogging = await hogUntilOverloaded(app)
   const shed = await get(`/api/v1/user/${randomUUID()}/nobody`)

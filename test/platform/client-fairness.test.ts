@@ -44,8 +44,13 @@ const stall = (secret: string, part = '{"a":', declared = BODY_LIMIT, path = '/a
       `Idempotency-Key: ${randomUUID()}\r\nContent-Length: ${declared}\r\n\r\n${part}`,
   )
 
-const metrics = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body
-const metric = async (pattern: RegExp) => Number(pattern.exec(await metrics())?.[1] ?? 0)
+/** A value read from an app's /metrics; a metric that is not there fails the test, never reads as 0. */
+const metricOf = async (server: typeof app, pattern: RegExp) => {
+  const match = pattern.exec((await server.inject({ method: 'GET', url: '/metrics' })).body)
+  if (!match) throw new Error(`/metrics has no line matching ${pattern}`)
+  return Number(match[1])
+}
+const metric = (pattern: RegExp) => metricOf(app, pattern)
 const holding = () => metric(/^http_clients_holding (\d+)$/m)
 const bytesInFlight = () => metric(/^http_request_body_bytes_in_flight (\d+)$/m)
 const refusals = (reason: string, key: string) =>
@@ -124,8 +129,7 @@ t.test('a body slower than the minimum upload rate is cut with 408 REQUEST_BODY_
   await rated.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => rated.close())
   const ratedPort = (rated.server.address() as { port: number }).port
-  const ratedMetric = async (pattern: RegExp) =>
-    Number(pattern.exec((await rated.inject({ method: 'GET', url: '/metrics' })).body)?.[1] ?? 0)
+  const ratedMetric = (pattern: RegExp) => metricOf(rated, pattern)
   const slow = stall('ssk_ingest', '{"event":"', 1000, '/api/v1/telemetry/docs-search', ratedPort)
   // One byte now and then: far under 1024 bytes/s.
   const drip = setInterval(() => slow.socket.write('x'), 200)

@@ -122,6 +122,29 @@ t.test('the moves kept for a study day end at its last millisecond', async (t) =
     t.equal(reviewMoves('forgot', new Date(at), zone).B.next_review_at, iso(nextReviewAt(new Date(at), 'A', zone)))
 })
 
+t.test('the study day before clocks go forward lasts 23 hours: the next day starts an hour early', async (t) => {
+  // Berlin: 2026-03-28 04:00 CET (03:00Z) to 2026-03-29 04:00 CEST (02:00Z). New York: 2026-03-07
+  // 04:00 EST (09:00Z) to 2026-03-08 04:00 EDT (08:00Z).
+  for (const [zone, dayStart, nextDayStart] of [
+    ['Europe/Berlin', '2026-03-28T03:00:00Z', '2026-03-29T02:00:00Z'],
+    ['America/New_York', '2026-03-07T09:00:00Z', '2026-03-08T08:00:00Z'],
+  ] as const) {
+    const start = Date.parse(dayStart)
+    const next = Date.parse(nextDayStart)
+    t.equal(next - start, 23 * 3_600_000, `${zone}: a 23-hour study day`)
+    t.same(studyDay(new Date(next - 1), zone), studyDay(new Date(start), zone), 'its last millisecond')
+    t.notSame(studyDay(new Date(next), zone), studyDay(new Date(start), zone), 'the next day from 04:00 local')
+    // A review early in the short day first, then in the hour a 24-hour day would still cover.
+    for (const at of [start + 3_600_000, next, next + 1_800_000, next + 3_600_000 - 1, next - 1])
+      for (const outcome of ['remembered', 'forgot'] as const)
+        t.equal(
+          reviewMoves(outcome, new Date(at), zone).A.next_review_at,
+          iso(nextReviewAt(new Date(at), outcome === 'remembered' ? 'B' : 'A', zone)),
+          `${zone} ${outcome} at ${iso(new Date(at))}`,
+        )
+  }
+})
+
 t.test('due at 04:00 local on the day interval(slot) days after the event day', async (t) => {
   // 10:00 in Berlin (CET, UTC+1) on 2026-01-10
   const event = new Date('2026-01-10T09:00:00Z')

@@ -23,10 +23,13 @@ import {
 import { refreshAnalyticsRollup, SLICES_PER_REFRESH } from '../../src/repositories/telemetry-analytics-rollup.js'
 import { AnalyticsRollup, REFRESH_LOCK_ID } from '../../src/telemetry/analytics-rollup.js'
 import { createTestDatabase } from '../helpers/database.js'
+import { sweepSeed } from '../helpers/sweep-seed.js'
 
 const DAY = 86_400_000
 const HOUR = 3_600_000
 const START = Date.parse('2026-11-20T00:00:00Z')
+// The property's seed: fixed, so every run tries the same fixtures (FC_SEED=<n> or FC_SEED=random for others).
+const SEED = sweepSeed('FC_SEED', 20261207)
 
 const { sql } = await createTestDatabase(t)
 const telemetry = createTelemetryRepository(sql)
@@ -213,31 +216,36 @@ t.test('every analytics answer equals the brute-force definitions over the raw e
     ),
     {
       numRuns: 60,
-      // Always also: a click two days before its search (same query id), which a per-hour rollup once missed.
-      // In one batch, and in two (the search first, the click after), with a refresh between or not;
-      // neither day archived, the click's or the search's.
-      examples: [null, 0, 2].flatMap((archived) =>
-        [0, 1].flatMap((split) =>
-          [false, true].map(
-            (refreshBetween): [Event[], number, number, number, number, number | null, number, boolean] => [
-              [
-                { ...CLICK_BEFORE_SEARCH, event: 'search_query', emitted_at_ms: START + 2 * DAY },
-                { ...CLICK_BEFORE_SEARCH, event: 'search_result_click', emitted_at_ms: START },
-              ],
-              0,
-              3,
-              1,
-              1,
-              archived,
-              split,
-              refreshBetween,
-            ],
+      seed: SEED,
+      // Always also: a click before its search (same query id), which a per-hour rollup once missed:
+      // two days before, an hour before, and in the same 5-minute slice. In one batch, and in two
+      // (the search first, the click after; or the click first), with a refresh between or not;
+      // for the two-day case, neither day archived, the click's or the search's.
+      examples: [
+        ...[null, 0, 2].map((archived) => [START + 2 * DAY, START, archived] as const),
+        [START + 2 * HOUR, START + HOUR, null] as const,
+        [START + HOUR + 60_000, START + HOUR, null] as const,
+      ].flatMap(([searchAt, clickAt, archived]) =>
+        [false, true].flatMap((clickFirst) =>
+          [0, 1].flatMap((split) =>
+            [false, true].map(
+              (refreshBetween): [Event[], number, number, number, number, number | null, number, boolean] => {
+                const search = {
+                  ...CLICK_BEFORE_SEARCH,
+                  event: 'search_query',
+                  results_count: 3,
+                  emitted_at_ms: searchAt,
+                }
+                const click = { ...CLICK_BEFORE_SEARCH, event: 'search_result_click', emitted_at_ms: clickAt }
+                return [clickFirst ? [click, search] : [search, click], 0, 3, 1, 1, archived, split, refreshBetween]
+              },
+            ),
           ),
         ),
       ),
     },
   )
-  t.pass('60 random fixtures and the fixed examples agree')
+  t.pass(`60 random fixtures (seed ${SEED}) and the fixed examples agree`)
 })
 
 t.test('a query asked by one session is counted but never listed', async (t) => {
@@ -259,13 +267,13 @@ t.test('a query asked by one session is counted but never listed', async (t) => 
 t.test('thresholds past the session ids a row keeps: merged over hours and days, then the raw events', async (t) => {
   await empty()
   const session = (i: number) => `s${String(i).padStart(2, '0')}`
-  const asked = (query_text: string, sessions: number[], at: (i: number) => number) =>
+  const asked = (query_text: string, sessions: number[], at: (i: number) => number, results_count = 1) =>
     sessions.map((i) => ({
       event: 'search_query',
       emitted_at_ms: at(i),
       session_id: session(i),
       query_text,
-      results_count: 1,
+      results_count,
     }))
   const range = { fromMs: START, toMs: START + 3 * DAY }
   const many = Array.from({ length: SESSIONS_KEPT + 2 }, (_, i) => i)
@@ -276,13 +284,25 @@ t.test('thresholds past the session ids a row keeps: merged over hours and days,
     // one session fewer than the rows keep, over three days, and one search without a session
     ...asked('sso', many.slice(0, SESSIONS_KEPT - 1), (i) => START + (i % 3) * DAY),
     { event: 'search_query', emitted_at_ms: START + 2 * DAY, session_id: '', query_text: 'sso', results_count: 1 },
+    // found nothing, in as many sessions as 'install'
+    ...asked('pricing', many, (i) => START + (i % 2) * HOUR, 0),
   ])
   await refresh()
   const listed = async (minSessions: number) => (await analytics.searches(range, minSessions, 10)).map((r) => r.query)
-  t.same(await listed(SESSIONS_KEPT), ['install', 'sso'], 'from the rollup: the capped rows still reach the threshold')
-  t.same(await listed(SESSIONS_KEPT + 1), ['install'], 'from the raw events')
-  t.same(await listed(SESSIONS_KEPT + 2), ['install'])
+  t.same(
+    await listed(SESSIONS_KEPT),
+    ['install', 'pricing', 'sso'],
+    'from the rollup: the capped rows still reach the threshold',
+  )
+  t.same(await listed(SESSIONS_KEPT + 1), ['install', 'pricing'], 'from the raw events')
+  t.same(await listed(SESSIONS_KEPT + 2), ['install', 'pricing'])
   t.same(await listed(SESSIONS_KEPT + 3), [])
+  // The other two lists from the raw events: a query asked by exactly the threshold's sessions is listed.
+  const exactly = SESSIONS_KEPT + 2
+  t.same(await analytics.noResults(range, exactly, 10), [{ query: 'pricing', count: many.length }], 'no results')
+  t.same(await analytics.noResults(range, exactly + 1, 10), [])
+  t.same(await analytics.noClicks(range, exactly, 10), [{ query: 'install', count: 2 * many.length }], 'no clicks')
+  t.same(await analytics.noClicks(range, exactly + 1, 10), [])
 })
 
 t.test('an erased session leaves a row that kept as many session ids as it could', async (t) => {

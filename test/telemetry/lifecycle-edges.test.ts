@@ -253,8 +253,19 @@ t.test('DDL waits for its lock up to lockTimeoutMs', async (t) => {
     { everyMs: 5 },
   )
   t.equal(settled, false, 'the run waits on its one try')
-  // A second on, far inside its 60 s, it still waits.
-  await new Promise((resolve) => setTimeout(resolve, 1000))
+  // Once the database has seen it wait a second (far inside its 60 s), it still waits; a short
+  // lock timeout would have ended the run (or the wait) first.
+  await waitFor(
+    'the detach to have waited a second (or the run to end)',
+    async () =>
+      settled ||
+      (
+        await sql`select 1 from pg_locks l join pg_stat_activity a using (pid)
+                  where l.relation = 'docs_search_events'::regclass and l.mode = 'AccessExclusiveLock' and not l.granted
+                    and clock_timestamp() - a.query_start >= interval '1 second'`
+      ).length > 0,
+    { everyMs: 50 },
+  )
   t.equal(settled, false, 'and still waits a second later')
   release()
   await holding

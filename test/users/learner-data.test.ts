@@ -216,6 +216,38 @@ t.test('erasure removes the learner from every column of every table; the key ma
   t.same((await api.get(`/api/v1/conspectuses?${ownerQuery(owner)}`)).json().items, [], 'with nothing of the old one')
 })
 
+t.test('erasure removes a stored answer that names the learner by one reference only, not by the key', async (t) => {
+  // The service's own answers also carry the learner's key; these carry one reference each (as
+  // an answer of another shape would), so each clause of the erasure is what finds them.
+  const owner = await createOwner(api)
+  const clientUuid = (await api.get(userUrl(owner))).json().client_uuid as string
+  const note = await createConspectus(api, owner)
+  const log = (await api.post('/api/v1/errors', { ...owner, message: 'only by its id' })).json()
+  const bystander = await createOwner(api)
+  const bystanderUuid = (await api.get(userUrl(bystander))).json().client_uuid as string
+  const answers = {
+    byClientUuid: { client_uuid: clientUuid, full_name: 'Owner' },
+    byNote: { conspectus_uuid: note.conspectus_uuid, title: 'Photosynthesis' },
+    byErrorLog: { error_log_uuid: log.error_log_uuid, message: 'only by its id' },
+    bystander: { client_uuid: bystanderUuid, full_name: 'Owner' },
+  }
+  const tag = randomUUID()
+  for (const [name, body] of Object.entries(answers))
+    await sql`insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
+              values ('test', 'POST /api/v1/fixture', ${`${tag}-${name}`}, 'h', 201, ${JSON.stringify(body)}, now() + interval '1 hour')`
+  const left = async () =>
+    (
+      await sql<{ k: string }[]>`select idempotency_key as k from idempotency_records
+                                 where idempotency_key like ${`${tag}-%`}`
+    )
+      .map((r) => r.k.slice(tag.length + 1))
+      .sort()
+  t.same(await left(), ['byClientUuid', 'byErrorLog', 'byNote', 'bystander'])
+  const erased = await del(userUrl(owner), 'ssk_eraser')
+  t.equal(erased.statusCode, 200)
+  t.same(await left(), ['bystander'], "each answer naming the learner went; the other learner's stayed")
+})
+
 t.test('users:erase: API_KEYS keys and file keys that name it; not an unscoped file key', async (t) => {
   const owner = await createOwner(api, { system_uuid: SYSTEM_B })
   const refused = await del(userUrl(owner), 'ssk_unscoped')

@@ -2,9 +2,10 @@
 // bench/mutation.md rewritten from the modules' incremental files (the full reports): score per
 // module and every surviving or uncovered mutant, with the reason it is accepted from
 // accepted.json (key: "file:line:column mutator -> replacement", the line where that code is now),
-// or "not reviewed".
+// or "not reviewed". The incremental files are a local cache (git-ignored), written by the run:
+// a module not run on this checkout keeps its row, and its remaining mutants, from the report.
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 
 const ALL = ['idempotency', 'auth', 'telemetry-lifecycle', 'telemetry-erasure', 'users', 'conspectuses']
@@ -19,6 +20,10 @@ const previous = existsSync(report) ? readFileSync(report, 'utf8') : ''
 const seconds = Object.fromEntries(
   [...previous.matchAll(/^\| (\S+) \| .* \| (\d+) s \|$/gm)].map((m) => [m[1], Number(m[2])]),
 )
+// A module's rows from the report as it stands: kept when this checkout has no results for it.
+const previousRow = Object.fromEntries([...previous.matchAll(/^\| (\S+) \| [\d.]+ % \|.*$/gm)].map((m) => [m[1], m[0]]))
+const previousRemaining = (m) => previous.split('\n').filter((line) => line.startsWith(`| ${m} | \``))
+mkdirSync('tools/mutation/incremental', { recursive: true })
 const ranAt = {}
 const reportOnly = process.argv.includes('--report-only')
 const ranges = (process.env.MUTATION_MUTATE ?? '').split(/\s+/).filter(Boolean).length
@@ -38,7 +43,8 @@ const rows = []
 const remaining = []
 for (const m of ALL) {
   if (!existsSync(incremental(m))) {
-    rows.push(`| ${m} | not run yet | | | | | | |`)
+    rows.push(previousRow[m] ?? `| ${m} | not run yet | | | | | | |`)
+    remaining.push(...previousRemaining(m))
     continue
   }
   const { files } = JSON.parse(readFileSync(incremental(m), 'utf8'))
@@ -83,10 +89,12 @@ writeFileSync(
 
 Written by \`make mutation\` (tools/mutation/run.mjs); rewritten by each run. Not in CI (too slow for
 2 cores). StrykerJS 10 with the tap runner, \`perTest\` coverage (a mutant runs only the test files
-that reached it, in the module's order, until one fails). Incremental files keep each module's full
+that reached it, in the module's order, until one fails). Incremental files
+(tools/mutation/incremental/, a local cache the run writes, not committed) keep each module's full
 results, but a run reuses none of them: the tests are the built .build/ files, which Stryker does not
-read, so every test looks new. \`MUTATION_MUTATE="file:line:column-line:column ..."\` retests only the
-mutants inside those ranges; the module's others keep their earlier results.
+read, so every test looks new. A module not run on this checkout keeps its row from this report.
+\`MUTATION_MUTATE="file:line:column-line:column ..."\` retests only the mutants inside those ranges;
+the module's others keep their earlier results from the cache (none on a fresh checkout).
 Modules and their test files: tools/mutation/stryker.config.mjs. Score = (killed + timed out) /
 (killed + timed out + survived + no coverage).
 

@@ -4,8 +4,8 @@
 // of the module into the TypeScript at once (switched on by an environment variable, which the
 // servers a test starts inherit), transpiles the tests into .build/ as `npm test` does, then runs
 // for each mutant only the test files that reached it (perTest coverage, one "test" per file).
-// Incremental files (tools/mutation/incremental/) hold each module's last full results, but Stryker
-// reuses none: it does not read the built test files, so every test looks new and every mutant is
+// Incremental files (tools/mutation/incremental/, a git-ignored cache written by the run) hold each
+// module's last full results on this checkout, but Stryker reuses none: it does not read the built test files, so every test looks new and every mutant is
 // retested. MUTATION_MUTATE narrows a run to given ranges; the others keep their earlier results.
 const modules = {
   idempotency: {

@@ -17,8 +17,9 @@ import { addressClient } from '../external/rate-limit.js'
 /**
  * The order of checks on a request, for every operation of the contract, in one place.
  * The served text (spec/openapi.yaml, "Order of checks") and README.md list the same numbered
- * stages with the same first status (test/platform/order-of-checks.test.ts holds all three equal),
- * so a new stage is a line here, an item in the spec's list and the same item in the README.
+ * stages with the same first status; test/platform/order-of-checks.test.ts reads each operation's
+ * registered hooks (by name) from the built app and holds their order to that list, so a new stage
+ * is a named hook, an item in the spec's list, the same item in the README, and a line here.
  *
  *   onRequest (before the body is read), on operations behind a security requirement
  *     1. rate limit            429 COMMON_429   SECURITY_RATE_LIMIT_EXCEEDED: requests per window, per client
@@ -125,9 +126,9 @@ export default fp(
       fastify.countRefusal('concurrent_requests', request.apiKeyId)
       done(appError('SECURITY_CONCURRENT_REQUESTS_EXCEEDED', HOLDINGS_RETRY_AFTER))
     }
-    const shedder =
-      (isShed: () => boolean): onRequestHookHandler =>
-      (request, _reply, done) => {
+    // Named, as every stage's hook: the order-of-checks test reads the hooks by name.
+    const shedder = (isShed: () => boolean): onRequestHookHandler =>
+      function shedLoad(request, _reply, done) {
         if (!isShed()) return done()
         fastify.countRefusal('load_shed', request.apiKeyId)
         done(overloaded())

@@ -50,7 +50,12 @@ const FALLBACK_LOG_EVERY_MS = 10_000
  * live in process memory, or in Redis (shared by every replica) with REDIS_URL.
  */
 export default fp(
-  async (fastify) => {
+  async (
+    fastify,
+    {
+      windowClock,
+    }: { /** Milliseconds for the in-process windows (tests pass their own). */ windowClock?: () => number },
+  ) => {
     const { config } = fastify
     const defaults: RateLimitQuota = { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs }
     // A key's own rate_limit (API_KEYS_FILE, or a stored key's) replaces the default for that key.
@@ -61,7 +66,7 @@ export default fp(
       name: 'rate_limit_store_fallback_total',
       help: 'Rate-limit decisions taken in the local window because Redis was unreachable or slow',
     })
-    const local = new SlidingWindowStore()
+    const local = new SlidingWindowStore({ now: windowClock })
     const shared = config.redisUrl
       ? await sharedStore(fastify, config.redisUrl, config.redisCommandTimeoutMs, local, fallbacks)
       : undefined
