@@ -45,6 +45,8 @@ const CLIENT_DEADLINE_MS = 10_000
  * patronictl has started and asked it), so it is counted as the write gap: the longest time
  * between two acknowledged writes.
  */
+/** How long after the writers stop the drill waits for the old primary to replicate again. */
+const REJOIN_WAIT_MS = 10_000
 const SERVED_AGAIN_WITHIN_MS = { crash: 15_000, freeze: 15_000, switchover: 5_000 }
 
 const cluster = await startPatroniCluster(t, { timing: TIMING, checkInterMs: CHECK_INTER_MS })
@@ -232,11 +234,11 @@ async function drill(t: Test, variant: keyof typeof SERVED_AGAIN_WITHIN_MS, faul
   // The old primary rejoining as a standby is Patroni's work too; reported, not asserted: writes
   // never wait for it while a third node can be the synchronous standby.
   const rejoined = await waitFor(`${old.name} replicating from ${promoted.name}`, () => cluster.replicating(old), {
-    timeoutMs: 20_000,
+    timeoutMs: REJOIN_WAIT_MS,
     everyMs: 200,
   }).then(
     () => `had rejoined as a standby by ${seconds(performance.now() - faultAt)} s after the fault`,
-    async () => `had not rejoined 20 s later (${JSON.stringify(await cluster.memberState(old))})`,
+    async () => `had not rejoined ${REJOIN_WAIT_MS / 1000} s later (${JSON.stringify(await cluster.memberState(old))})`,
   )
   const stored = await storedOn(promoted, system)
   const rows = new Map(stored.rows.map((r) => [r.system_user_id, r.n]))
