@@ -49,6 +49,7 @@ const CLIENT_DEADLINE_MS = 10_000
 const REJOIN_WAIT_MS = 10_000
 const SERVED_AGAIN_WITHIN_MS = { crash: 15_000, freeze: 15_000, switchover: 5_000 }
 
+const setUpAt = performance.now()
 const cluster = await startPatroniCluster(t, { timing: TIMING, checkInterMs: CHECK_INTER_MS })
 const server = await startServer(t, {
   // The balancer alone: it forwards to whichever node Patroni's /primary names.
@@ -57,6 +58,9 @@ const server = await startServer(t, {
   RATE_LIMIT_MAX: '10000000',
   CLIENT_MAX_CONCURRENT_REQUESTS: '10000',
 })
+t.comment(
+  `set-up (etcd, three Patroni nodes, HAProxy, the service) ${((performance.now() - setUpAt) / 1000).toFixed(1)} s`,
+)
 const [host, port] = [new URL(server.base).hostname, Number(new URL(server.base).port)]
 const keepAlive = new Agent({ keepAlive: true, maxSockets: WRITERS })
 

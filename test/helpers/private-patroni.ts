@@ -395,27 +395,18 @@ export async function startPatroniCluster(
   const etcdUrl = await startEtcd(t, dir)
   const etcdPort = Number(new URL(etcdUrl).port)
   const nodes: PatroniNode[] = []
-  // The first node bootstraps the cluster (initdb); the others then clone it (pg_basebackup).
-  for (const name of ['db1', 'db2', 'db3']) {
-    const node = await startNode(
-      t,
-      name,
-      dir,
-      { pgPort: await freePort(), apiPort: await freePort() },
-      etcdPort,
-      timing,
-      pythonPath,
-    )
-    nodes.push(node)
-    if (name === 'db1') {
-      await waitFor(`${name} leading`, async () => (await node.api('/primary')).status === 200, {
-        timeoutMs: 60_000,
-        everyMs: 200,
-      }).catch((err) => {
-        throw new Error(`${err.message}\n${node.output()}`)
-      })
-    }
-  }
+  // The first node bootstraps the cluster (initdb); the other two then clone it (pg_basebackup), together.
+  const start = async (name: string) =>
+    startNode(t, name, dir, { pgPort: await freePort(), apiPort: await freePort() }, etcdPort, timing, pythonPath)
+  const first = await start('db1')
+  nodes.push(first)
+  await waitFor('db1 leading', async () => (await first.api('/primary')).status === 200, {
+    timeoutMs: 60_000,
+    everyMs: 200,
+  }).catch((err) => {
+    throw new Error(`${err.message}\n${first.output()}`)
+  })
+  nodes.push(...(await Promise.all([start('db2'), start('db3')])))
   const balancer = await startBalancer(t, nodes, checkInterMs)
 
   const patronictl = async (...args: string[]) =>
