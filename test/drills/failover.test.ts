@@ -51,12 +51,16 @@ const SERVED_AGAIN_WITHIN_MS = { crash: 15_000, freeze: 15_000, switchover: 5_00
 
 const setUpAt = performance.now()
 const cluster = await startPatroniCluster(t, { timing: TIMING, checkInterMs: CHECK_INTER_MS })
+// A start that fails ends the file before any teardown: stop the cluster first.
 const server = await startServer(t, {
   // The balancer alone: it forwards to whichever node Patroni's /primary names.
   DATABASE_URL: cluster.balancerUrl,
   DATABASE_POOL_MAX: '8',
   RATE_LIMIT_MAX: '10000000',
   CLIENT_MAX_CONCURRENT_REQUESTS: '10000',
+}).catch(async (err) => {
+  await cluster.stop()
+  throw err
 })
 t.comment(
   `set-up (etcd, three Patroni nodes, HAProxy, the service) ${((performance.now() - setUpAt) / 1000).toFixed(1)} s`,

@@ -21,6 +21,9 @@ const POSTGRES_BIN = '/usr/lib/postgresql/15/bin'
 const DEPLOY = path.join(projectRoot, 'deploy')
 export const HAPROXY_POSTGRES_CONFIG = path.join(DEPLOY, 'haproxy-postgres.cfg')
 
+/** Registers what stops a started process. */
+type OnStop = (stop: () => unknown) => void
+
 /** Patroni's leader-key timing (bootstrap.dcs): loop_wait + 2 * retry_timeout <= ttl. */
 export interface PatroniTiming {
   ttl: number
@@ -67,6 +70,8 @@ export interface PatroniCluster {
   /** `node` as GET /cluster lists it (role, state, timeline, lag in bytes); undefined when not listed. */
   memberState(node: PatroniNode): Promise<Member | undefined>
   haproxyOutput(): string
+  /** Stops everything started (the test's teardown does it too). */
+  stop(): Promise<void>
 }
 
 function postgresIds(): { uid: number; gid: number } {
@@ -171,7 +176,7 @@ function drillBinDir(dir: string): string {
   return bin
 }
 
-async function startEtcd(t: Test, dir: string): Promise<string> {
+async function startEtcd(onStop: OnStop, dir: string): Promise<string> {
   const [clientPort, peerPort] = [await freePort(), await freePort()]
   const config = YAML.parse(readFileSync(path.join(DEPLOY, 'etcd', 'etcd.conf.yml'), 'utf8'))
   Object.assign(config, {
@@ -188,7 +193,7 @@ async function startEtcd(t: Test, dir: string): Promise<string> {
   writeFileSync(file, YAML.stringify(config))
   const child = spawn('etcd', ['--config-file', file], { stdio: ['ignore', 'pipe', 'pipe'] })
   const output = collect(child)
-  t.teardown(() => stopPid(child.pid!, 'SIGKILL'))
+  onStop(() => stopPid(child.pid!, 'SIGKILL'))
   const url = `http://127.0.0.1:${clientPort}`
   await waitFor(
     `etcd answering on ${url}`,
@@ -244,7 +249,7 @@ function drillConfig(name: string, dir: string, ports: NodePorts, etcdPort: numb
 }
 
 async function startNode(
-  t: Test,
+  onStop: OnStop,
   name: string,
   dir: string,
   ports: NodePorts,
@@ -265,7 +270,7 @@ async function startNode(
   const output = collect(child)
   const data = path.join(dir, name)
   const postmasterPid = () => Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0])
-  t.teardown(async () => {
+  onStop(async () => {
     // Patroni first (so it does not restart PostgreSQL), then what is left of its PostgreSQL.
     let postmaster = 0
     try {
@@ -321,7 +326,7 @@ function accepts(port: number): Promise<boolean> {
   })
 }
 
-async function startBalancer(t: Test, nodes: PatroniNode[], checkInterMs: number) {
+async function startBalancer(onStop: OnStop, nodes: PatroniNode[], checkInterMs: number) {
   const port = await freePort()
   const env = {
     ...process.env,
@@ -336,7 +341,7 @@ async function startBalancer(t: Test, nodes: PatroniNode[], checkInterMs: number
   }
   const child = spawn('haproxy', ['-db', '-f', HAPROXY_POSTGRES_CONFIG], { env, stdio: ['ignore', 'pipe', 'pipe'] })
   const output = collect(child)
-  t.teardown(() => stopPid(child.pid!, 'SIGKILL'))
+  onStop(() => stopPid(child.pid!, 'SIGKILL'))
   await waitFor(
     'HAProxy listening',
     () => {
@@ -381,23 +386,51 @@ export async function startPatroniCluster(
 ): Promise<PatroniCluster> {
   if (timing.loop_wait + 2 * timing.retry_timeout > timing.ttl) throw new Error('loop_wait + 2 * retry_timeout > ttl')
   const dir = postgresOwnedDir('study-patroni-')
-  t.teardown(() => {
+  // Everything started is stopped at the end, or at once when the start fails (a failed start
+  // must not leave etcd or Patroni running: the test file ends before any teardown would).
+  const stops: (() => unknown)[] = []
+  const onStop: OnStop = (stop) => stops.push(stop)
+  const stopAll = async () => {
+    for (const stop of stops.splice(0).reverse()) await stop()
+  }
+  t.teardown(stopAll)
+  onStop(() => {
     // DRILL_LOG_DIR keeps each process's output for a look after the run.
     const keep = process.env.DRILL_LOG_DIR
     if (keep) {
       mkdirSync(keep, { recursive: true })
       for (const node of nodes) writeFileSync(path.join(keep, `${node.name}.log`), node.output())
-      writeFileSync(path.join(keep, 'haproxy.log'), cluster.haproxyOutput())
+      if (balancer) writeFileSync(path.join(keep, 'haproxy.log'), balancer.output())
     }
     rmSync(dir, { recursive: true, force: true })
   })
-  const pythonPath = patchedPatroni(dir)
-  const etcdUrl = await startEtcd(t, dir)
-  const etcdPort = Number(new URL(etcdUrl).port)
   const nodes: PatroniNode[] = []
+  let balancer: { url: string; output: () => string } | undefined
+  try {
+    const cluster = await startProcesses(onStop, dir, nodes, timing, checkInterMs, (started) => {
+      balancer = started
+    })
+    return { ...cluster, stop: stopAll }
+  } catch (err) {
+    await stopAll()
+    throw err
+  }
+}
+
+async function startProcesses(
+  onStop: OnStop,
+  dir: string,
+  nodes: PatroniNode[],
+  timing: PatroniTiming,
+  checkInterMs: number,
+  balancerStarted: (balancer: { url: string; output: () => string }) => void,
+): Promise<Omit<PatroniCluster, 'stop'>> {
+  const pythonPath = patchedPatroni(dir)
+  const etcdUrl = await startEtcd(onStop, dir)
+  const etcdPort = Number(new URL(etcdUrl).port)
   // The first node bootstraps the cluster (initdb); the other two then clone it (pg_basebackup), together.
   const start = async (name: string) =>
-    startNode(t, name, dir, { pgPort: await freePort(), apiPort: await freePort() }, etcdPort, timing, pythonPath)
+    startNode(onStop, name, dir, { pgPort: await freePort(), apiPort: await freePort() }, etcdPort, timing, pythonPath)
   const first = await start('db1')
   nodes.push(first)
   await waitFor('db1 leading', async () => (await first.api('/primary')).status === 200, {
@@ -407,7 +440,8 @@ export async function startPatroniCluster(
     throw new Error(`${err.message}\n${first.output()}`)
   })
   nodes.push(...(await Promise.all([start('db2'), start('db3')])))
-  const balancer = await startBalancer(t, nodes, checkInterMs)
+  const balancer = await startBalancer(onStop, nodes, checkInterMs)
+  balancerStarted(balancer)
 
   const patronictl = async (...args: string[]) =>
     (
@@ -423,7 +457,7 @@ export async function startPatroniCluster(
     }
     return []
   }
-  const cluster: PatroniCluster = {
+  const cluster: Omit<PatroniCluster, 'stop'> = {
     nodes,
     balancerUrl: balancer.url,
     etcdUrl,
