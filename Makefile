@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: drill-failover drill-restore format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-stages bench-instructions bench-keys bench-otel bench-otel-instructions bench-soak mutation test-alerts test-readme test-suite test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench bench-telemetry bench-learner-data contract clean
+.PHONY: bench-scheduler drill-failover drill-restore format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-stages bench-instructions bench-keys bench-otel bench-otel-instructions bench-soak mutation test-alerts test-readme test-suite test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench bench-telemetry bench-learner-data contract clean
 
 # The production image's Node.js (the Dockerfile's NODE_IMAGE), from the npm registry's
 # node-<platform>-<arch> package, kept in .cache/ (not a project dependency). The tests run on it.
@@ -173,6 +173,10 @@ migrate: node_modules
 bench-telemetry: node_modules
 	npx tsx bench/telemetry.ts
 
+## Schedule policies on simulated learners (half-life-regression memory, fixed seed): Leitner and FSRS at 0.80, 0.85, 0.90 desired retention, through the service's scheduling code; reviews per note per year, true recall at review and on a random day (bench/scheduler.md). BENCH_LEARNERS, BENCH_SEED.
+bench-scheduler: node_modules
+	npx tsx bench/scheduler.ts
+
 ## The export of a learner with 10,000 notes: time to the last byte and the server's RSS growth (targets < 2 s, < 50 MB); then its erasure (bench/learner-data.md). BENCH_NOTES, BENCH_LOGS, BENCH_RUNS.
 bench-learner-data: node_modules build
 	npx tsx bench/learner-data.ts
@@ -182,8 +186,8 @@ contract: node_modules
 	npx tsx tools/contract-proxy.ts
 	CONTRACT_SELF_CHECK=1 npx tsx tools/contract-proxy.ts > /dev/null
 
-## Service vs bare Fastify + postgres.js ceiling, PostgreSQL off and on the servers' core (set-ups a, b), with each server's CPU per request and its core's busy share, and the KPIs over 10M events (writes bench/results.md). BENCH_DURATION, BENCH_RUNS, BENCH_CONNECTIONS, BENCH_SETUPS, BENCH_CASES; BENCH_OTEL=0.1 traces at that sampling ratio (prints only).
-bench: node_modules build
+## Service vs an expert's bare Fastify + postgres.js ceiling, driven by wrk, PostgreSQL off and on the servers' core (set-ups a, b), with each server's CPU per request, its core's busy share, PostgreSQL's CPU and what limited each case, and the KPIs over 10M events (writes bench/results.md). BENCH_DURATION, BENCH_RUNS, BENCH_CONNECTIONS, BENCH_SETUPS, BENCH_CASES; BENCH_OTEL=0.1 traces at that sampling ratio (prints only).
+bench: node_modules build bench-tools
 	taskset -c 1 npx tsx bench/run.ts
 
 ## CPU per request on the servers' core, server and PostgreSQL apart: GET user and the replayed POST, on the service and on the ceiling.

@@ -2,8 +2,10 @@
 // read from /proc (no profiler in the way). GET user and the replayed POST, in alternating rounds
 // at 50 connections: the figures behind "a replay costs no more than a read". Both on the
 // ceiling server too: what the service's cross-cutting work costs, and how a replay compares
-// with a read on the bare stack. BENCH_CASES adds POST review (its round trips and statements). It also reports how busy each core was: below ~100 % on the
-// servers' core, the load generator set the pace.
+// with a read on the bare stack. BENCH_CASES adds POST review (its round trips and statements),
+// of a Leitner note and of an FSRS note (`POST review (fsrs note)`; the target is within 1.1× of
+// the Leitner review). It also reports how busy each core was: below ~100 % on the servers' core,
+// the load generator set the pace.
 import autocannon from 'autocannon'
 import {
   LOAD_CPU,
@@ -45,6 +47,7 @@ try {
     ['GET user', service, requests.getUser],
     ['POST user (replay)', service, requests.replayUser],
     ['POST review', service, () => requests.review()],
+    ['POST review (fsrs note)', service, () => requests.review('remembered', 'fsrs')],
     ['GET user on the ceiling', ceiling, requests.getUser],
     ['POST user (replay) on the ceiling', ceiling, requests.replayUserOnCeiling],
     ['POST review on the ceiling', ceiling, () => requests.review()],

@@ -96,7 +96,7 @@ export interface BenchDatabase {
 
 /**
  * A new database, migrated, seeded with 10k users and 100k conspectuses (10 each, all due; the
- * due-list learner has 50 more), and 10k stored partner keys (each replica holds them in memory).
+ * due-list learner has 50 more; every other learner also has one FSRS note, a few reviews in), and 10k stored partner keys (each replica holds them in memory).
  * `vacuumStandIn`: run autovacuum's stand-in for the database's whole life (the soak); the
  * paired bench settles the database between its cases instead.
  */
@@ -118,6 +118,12 @@ export async function createBenchDatabase(prefix: string, { vacuumStandIn = true
   await sql`insert into conspectuses (user_id, cue_sheet, dense_paragraph, bullets, slot, next_review_at, created_at, updated_at)
             select u.client_uuid, '{"topic":"t"}', 'paragraph', '{a,b}', 'A', now() - (i || ' minutes')::interval, now(), now()
             from users u, generate_series(11, 60) i where u.system_user_id = ${DUE_LIST_LEARNER}`
+  await sql`insert into conspectuses (user_id, cue_sheet, dense_paragraph, bullets, slot, next_review_at, last_reviewed_at,
+                                      review_count, created_at, updated_at, schedule_policy, desired_retention, fsrs_state,
+                                      fsrs_stability, fsrs_difficulty, fsrs_reps, fsrs_lapses)
+            select u.client_uuid, '{"topic":"t"}', 'paragraph', '{a,b}', 'B', now() - interval '1 day', now() - interval '6 days',
+                   3, now() - interval '20 days', now(), 'fsrs', 0.9, 'review', 5.2, 4.8, 3, 0
+            from users u where u.system_user_id <> ${DUE_LIST_LEARNER}`
   // A day of earlier writes: the replay lookup runs on a table of realistic size from the start.
   await sql`insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
             select 'earlier-partner', '/api/v1/user', 'earlier-' || i, md5(i::text), 201, '{}', now() + interval '12 hours'

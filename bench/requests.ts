@@ -37,11 +37,25 @@ export function loadOptions(url: string, connections: number, duration: number, 
 }
 const REPLAY_KEY = 'replay-key'
 
-/** Loads the seeded users and notes, stores one answer to replay, and returns the builders. */
-export async function createBenchRequests(sql: postgres.Sql, serviceBase: string) {
+/** How a write's unique values are made: here (autocannon), or as placeholders wrk fills (bench/wrk.ts). */
+export interface Uniques {
+  id(): string
+  uuid(): string
+}
+
+/**
+ * Loads the seeded users and notes, stores one answer to replay, and returns the builders.
+ * `uniques`: how Idempotency-Keys and new learners' ids are made (default: here, at random).
+ */
+export async function createBenchRequests(sql: postgres.Sql, serviceBase: string, uniques?: Uniques) {
   const users = await sql<UserKey[]>`select system_user_id, system_uuid from users order by system_user_id`
-  const notes = await sql<(UserKey & { id: string })[]>`
-    select c.conspectus_uuid::text as id, u.system_user_id, u.system_uuid from conspectuses c join users u on u.client_uuid = c.user_id`
+  const allNotes = await sql<(UserKey & { id: string; schedule_policy: string })[]>`
+    select c.conspectus_uuid::text as id, u.system_user_id, u.system_uuid, c.schedule_policy
+    from conspectuses c join users u on u.client_uuid = c.user_id`
+  const notesOf = {
+    leitner: allNotes.filter((c) => c.schedule_policy === 'leitner'),
+    fsrs: allNotes.filter((c) => c.schedule_policy === 'fsrs'),
+  }
   // User bodies carry a time zone, as a client's usually do.
   const replayBody = JSON.stringify({
     system_user_id: 'replay-user',
@@ -58,7 +72,8 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
 
   let n = 0
   const nextUser = () => users[n++ % users.length]!
-  const unique = () => `${process.pid}-${n++}-${randomBytes(4).toString('hex')}`
+  const unique = uniques ? uniques.id : () => `${process.pid}-${n++}-${randomBytes(4).toString('hex')}`
+  const uuid = uniques ? uniques.uuid : randomUUID
   const replay = (path: string): BenchRequest => ({
     method: 'POST',
     path,
@@ -75,7 +90,7 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
       const id = unique()
       const body = JSON.stringify({
         system_user_id: `p${id}`.slice(0, 36),
-        system_uuid: randomUUID(),
+        system_uuid: uuid(),
         full_name: 'New',
         timezone: 'Europe/Berlin',
       })
@@ -99,7 +114,9 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
         path: `/api/v1/conspectuses/due?system_user_id=${owner.system_user_id}&system_uuid=${owner.system_uuid}&limit=50`,
       }
     },
-    review(outcome: 'remembered' | 'forgot' = 'remembered'): BenchRequest {
+    /** A review of a note of the policy (the harness seeds one FSRS note for most learners). */
+    review(outcome: 'remembered' | 'forgot' = 'remembered', policy: 'leitner' | 'fsrs' = 'leitner'): BenchRequest {
+      const notes = notesOf[policy]
       const note = notes[n++ % notes.length]!
       const body = JSON.stringify({ system_user_id: note.system_user_id, system_uuid: note.system_uuid, outcome })
       return {

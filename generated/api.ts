@@ -144,10 +144,13 @@ export interface paths {
          * Save a conspectus
          * @description Saves a study note after a learning session. The server sets the schedule: slot `A`,
          *     `next_review_at` at 04:00 in the owner's time zone on the next local day,
-         *     `last_reviewed_at: null`, `review_count: 0`.
+         *     `last_reviewed_at: null`, `review_count: 0`. `schedule_policy` chooses how reviews move
+         *     it: `leitner` (the default: the fixed ladder) or `fsrs` (FSRS-6 with its default weights,
+         *     aiming at `desired_retention`, 0.70 to 0.97, default 0.90).
          *
-         *     Business errors: 404 `USER_404` when the owner does not exist; 400 `COMMON_400` for a
-         *     missing or malformed `Idempotency-Key`; 409 `COMMON_409` for a reused key with another body.
+         *     Business errors: 404 `USER_404` when the owner does not exist; 400 `CONS_103` for a
+         *     `desired_retention` on a `leitner` note; 400 `COMMON_400` for a missing or malformed
+         *     `Idempotency-Key`; 409 `COMMON_409` for a reused key with another body.
          */
         post: operations["createConspectus"];
         delete?: never;
@@ -241,11 +244,16 @@ export interface paths {
         put?: never;
         /**
          * Record a review
-         * @description Moves the conspectus on the Leitner ladder: `remembered` moves one slot up (D stays D),
-         *     `forgot` goes back to A. `next_review_at` becomes 04:00 in the owner's time zone on the
-         *     local day that is the slot's interval (A 1, B 3, C 7, D 21 days) after the review's local
-         *     day (a review before 04:00 local counts for the previous day). Sets `last_reviewed_at`
-         *     and increments `review_count`. A replay returns the stored answer and moves nothing.
+         * @description Moves the conspectus by its `schedule_policy`. On the Leitner ladder, `remembered` moves
+         *     one slot up (D stays D), `forgot` goes back to A, and the interval is the slot's (A 1,
+         *     B 3, C 7, D 21 days). Under FSRS, `forgot` is graded Again and `remembered` Good; the
+         *     note's `memory` is updated and the interval is FSRS's for the note's `desired_retention`,
+         *     in whole days (at least 1); the slot is the stability band (see `Slot`). Either way
+         *     `next_review_at` becomes 04:00 in the owner's time zone on the local day that is the
+         *     interval after the review's local day (a review before 04:00 local counts for the
+         *     previous day), `last_reviewed_at` is set, `review_count` incremented, and the review is
+         *     appended to the learner's review log (in the export). A replay returns the stored answer
+         *     and moves nothing.
          *
          *     Business errors: 404 `USER_404`; 404 `CONS_404` (missing or another user's conspectus);
          *     400 `COMMON_400` / 409 `COMMON_409` for Idempotency-Key problems.
@@ -1023,10 +1031,43 @@ export interface components {
             timezone: string;
         };
         /**
-         * @description Leitner slot; intervals A 1 day, B 3 days, C 7 days, D 21 days.
+         * @description Leitner slot; intervals A 1 day, B 3 days, C 7 days, D 21 days. An `fsrs` note reports
+         *     its stability band here: A below 3 days, B below 10, C below 30, D 30 days or more (a
+         *     new note is A), so the due list, the slot filter and the schedule summary mean the same
+         *     for both policies.
          * @enum {string}
          */
         Slot: "A" | "B" | "C" | "D";
+        /**
+         * @description How reviews move a note: `leitner`, the fixed ladder (see `Slot`), or `fsrs`, the Free
+         *     Spaced Repetition Scheduler (FSRS-6, default weights), whose interval follows the note's
+         *     memory state and `desired_retention`.
+         * @enum {string}
+         */
+        SchedulePolicy: "leitner" | "fsrs";
+        /** @description The recall probability at which an `fsrs` note falls due. Higher means more reviews. */
+        DesiredRetention: number;
+        /**
+         * @description An `fsrs` note's memory state, as FSRS keeps it.
+         * @example {
+         *       "state": "review",
+         *       "stability": 3.1262,
+         *       "difficulty": 2.1181,
+         *       "reps": 1,
+         *       "lapses": 0
+         *     }
+         */
+        ScheduleMemory: {
+            /** @enum {string} */
+            state: "new" | "learning" | "review" | "relearning";
+            /** @description Days until recall falls to 90 %. */
+            stability: number;
+            /** @description FSRS difficulty, 1 (easy) to 10 (hard); 0 while new. */
+            difficulty: number;
+            reps: number;
+            /** @description Reviews answered `forgot` after the first. */
+            lapses: number;
+        };
         /**
          * @description Any JSON object (never an array), at most 64 KiB as JSON. Recommended convention:
          *     optional string `topic`; array `rows` in top-to-bottom order, each row an object with
@@ -1082,6 +1123,10 @@ export interface components {
             dense_paragraph: string;
             /** @description Typically 5 to 7 bullets. */
             bullets: string[];
+            /** @description `leitner` when absent. */
+            schedule_policy?: components["schemas"]["SchedulePolicy"];
+            /** @description For `fsrs` only (default 0.90); a `leitner` note with one answers 400 `CONS_103`. */
+            desired_retention?: components["schemas"]["DesiredRetention"];
         };
         /**
          * @description The owner key plus at least one content field.
@@ -1133,7 +1178,10 @@ export interface components {
          *       "last_reviewed_at": null,
          *       "review_count": 0,
          *       "created_at": "2026-11-23T10:00:00.000Z",
-         *       "updated_at": "2026-11-23T10:00:00.000Z"
+         *       "updated_at": "2026-11-23T10:00:00.000Z",
+         *       "schedule_policy": "leitner",
+         *       "desired_retention": null,
+         *       "memory": null
          *     }
          */
         ConspectusResponse: {
@@ -1158,6 +1206,11 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            schedule_policy: components["schemas"]["SchedulePolicy"];
+            /** @description The `fsrs` note's desired retention; null for a `leitner` note. */
+            desired_retention: number | null;
+            /** @description The `fsrs` note's memory state; null for a `leitner` note. */
+            memory: components["schemas"]["ScheduleMemory"] | null;
         };
         /**
          * @example {
@@ -1284,7 +1337,16 @@ export interface components {
          *           "last_reviewed_at": null,
          *           "review_count": 0,
          *           "created_at": "2026-11-23T10:00:00.000Z",
-         *           "updated_at": "2026-11-23T10:00:00.000Z"
+         *           "updated_at": "2026-11-23T10:00:00.000Z",
+         *           "schedule_policy": "fsrs",
+         *           "desired_retention": 0.9,
+         *           "memory": {
+         *             "state": "new",
+         *             "stability": 0,
+         *             "difficulty": 0,
+         *             "reps": 0,
+         *             "lapses": 0
+         *           }
          *         }
          *       ],
          *       "next_cursor": null
@@ -1311,6 +1373,60 @@ export interface components {
             unlinked_error_logs: number;
         };
         /**
+         * @description One review of a note, as it moved the note. Days are whole study days in the learner's
+         *     time zone (the day rolls over at 04:00 local): `elapsed_days` since the previous review
+         *     (or, for a first review, since the note was created; 0 for an `fsrs` note's first),
+         *     `scheduled_days` until the next.
+         * @example {
+         *       "review_uuid": "5d2a4c1e-8b7f-4e3a-9c6d-1f0e2b3a4c5d",
+         *       "conspectus_uuid": "0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f",
+         *       "reviewed_at": "2026-11-24T08:15:00.000Z",
+         *       "outcome": "remembered",
+         *       "schedule_policy": "fsrs",
+         *       "elapsed_days": 0,
+         *       "scheduled_days": 3,
+         *       "slot_before": "A",
+         *       "slot_after": "B",
+         *       "next_review_before": "2026-11-24T04:00:00.000Z",
+         *       "next_review_after": "2026-11-27T04:00:00.000Z",
+         *       "memory_before": {
+         *         "state": "new",
+         *         "stability": 0,
+         *         "difficulty": 0,
+         *         "reps": 0,
+         *         "lapses": 0
+         *       },
+         *       "memory_after": {
+         *         "state": "review",
+         *         "stability": 3.1262,
+         *         "difficulty": 2.1181,
+         *         "reps": 1,
+         *         "lapses": 0
+         *       }
+         *     }
+         */
+        ReviewLogEntry: {
+            /** Format: uuid */
+            review_uuid: string;
+            /** Format: uuid */
+            conspectus_uuid: string;
+            /** Format: date-time */
+            reviewed_at: string;
+            /** @enum {string} */
+            outcome: "remembered" | "forgot";
+            schedule_policy: components["schemas"]["SchedulePolicy"];
+            elapsed_days: number;
+            scheduled_days: number;
+            slot_before: components["schemas"]["Slot"];
+            slot_after: components["schemas"]["Slot"];
+            /** Format: date-time */
+            next_review_before: string;
+            /** Format: date-time */
+            next_review_after: string;
+            memory_before: components["schemas"]["ScheduleMemory"] | null;
+            memory_after: components["schemas"]["ScheduleMemory"] | null;
+        };
+        /**
          * @description Everything the service holds about one learner.
          * @example {
          *       "exported_at": "2026-11-28T09:00:00.000Z",
@@ -1327,7 +1443,8 @@ export interface components {
          *         "timezone": "Europe/London"
          *       },
          *       "conspectuses": [],
-         *       "error_logs": []
+         *       "error_logs": [],
+         *       "review_logs": []
          *     }
          */
         UserExport: {
@@ -1338,6 +1455,8 @@ export interface components {
             conspectuses: components["schemas"]["ConspectusResponse"][];
             /** @description Every error log, oldest first. */
             error_logs: components["schemas"]["ErrorLogResponse"][];
+            /** @description Every review of the learner's notes, oldest first. */
+            review_logs: components["schemas"]["ReviewLogEntry"][];
         };
         /**
          * @example {

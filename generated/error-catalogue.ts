@@ -566,6 +566,16 @@ export const errorCatalogue = [
     ]
   },
   {
+    "code": "CONS_103",
+    "key": "CONSPECTUS_DESIRED_RETENTION_WITHOUT_FSRS",
+    "status": 400,
+    "source": "business",
+    "message": "desired_retention applies to schedule_policy fsrs only.",
+    "operations": [
+      "createConspectus"
+    ]
+  },
+  {
     "code": "CONS_404",
     "key": "CONSPECTUS_NOT_FOUND",
     "status": 404,
@@ -722,6 +732,30 @@ export const errorCatalogue = [
       "additionalProperties"
     ],
     "message": "The body contains a property that is not part of the schema."
+  },
+  {
+    "code": "CONS_027",
+    "key": "CONSPECTUS_CREATE_SCHEDULE_POLICY_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "schedule_policy",
+    "on": [
+      "*"
+    ],
+    "message": "schedule_policy must be leitner or fsrs."
+  },
+  {
+    "code": "CONS_028",
+    "key": "CONSPECTUS_CREATE_DESIRED_RETENTION_INVALID",
+    "status": 422,
+    "source": "validation",
+    "group": "conspectus_create",
+    "field": "desired_retention",
+    "on": [
+      "*"
+    ],
+    "message": "desired_retention must be a number from 0.70 to 0.97."
   },
   {
     "code": "CONS_013",

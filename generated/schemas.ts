@@ -475,7 +475,75 @@ export const schemas = {
       "C",
       "D"
     ],
-    "description": "Leitner slot; intervals A 1 day, B 3 days, C 7 days, D 21 days."
+    "description": "Leitner slot; intervals A 1 day, B 3 days, C 7 days, D 21 days. An `fsrs` note reports\nits stability band here: A below 3 days, B below 10, C below 30, D 30 days or more (a\nnew note is A), so the due list, the slot filter and the schedule summary mean the same\nfor both policies.\n"
+  },
+  "SchedulePolicy": {
+    "$id": "https://study-service/schemas/SchedulePolicy",
+    "type": "string",
+    "enum": [
+      "leitner",
+      "fsrs"
+    ],
+    "description": "How reviews move a note: `leitner`, the fixed ladder (see `Slot`), or `fsrs`, the Free\nSpaced Repetition Scheduler (FSRS-6, default weights), whose interval follows the note's\nmemory state and `desired_retention`.\n"
+  },
+  "DesiredRetention": {
+    "$id": "https://study-service/schemas/DesiredRetention",
+    "type": "number",
+    "minimum": 0.7,
+    "maximum": 0.97,
+    "description": "The recall probability at which an `fsrs` note falls due. Higher means more reviews."
+  },
+  "ScheduleMemory": {
+    "$id": "https://study-service/schemas/ScheduleMemory",
+    "type": "object",
+    "required": [
+      "state",
+      "stability",
+      "difficulty",
+      "reps",
+      "lapses"
+    ],
+    "additionalProperties": false,
+    "description": "An `fsrs` note's memory state, as FSRS keeps it.",
+    "properties": {
+      "state": {
+        "type": "string",
+        "enum": [
+          "new",
+          "learning",
+          "review",
+          "relearning"
+        ]
+      },
+      "stability": {
+        "type": "number",
+        "minimum": 0,
+        "description": "Days until recall falls to 90 %."
+      },
+      "difficulty": {
+        "type": "number",
+        "minimum": 0,
+        "description": "FSRS difficulty, 1 (easy) to 10 (hard); 0 while new."
+      },
+      "reps": {
+        "type": "integer",
+        "minimum": 0
+      },
+      "lapses": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Reviews answered `forgot` after the first."
+      }
+    },
+    "examples": [
+      {
+        "state": "review",
+        "stability": 3.1262,
+        "difficulty": 2.1181,
+        "reps": 1,
+        "lapses": 0
+      }
+    ]
   },
   "CueSheet": {
     "$id": "https://study-service/schemas/CueSheet",
@@ -544,6 +612,14 @@ export const schemas = {
           "minLength": 1,
           "maxLength": 1000
         }
+      },
+      "schedule_policy": {
+        "$ref": "https://study-service/schemas/SchedulePolicy",
+        "description": "`leitner` when absent."
+      },
+      "desired_retention": {
+        "$ref": "https://study-service/schemas/DesiredRetention",
+        "description": "For `fsrs` only (default 0.90); a `leitner` note with one answers 400 `CONS_103`."
       }
     },
     "examples": [
@@ -673,7 +749,10 @@ export const schemas = {
       "last_reviewed_at",
       "review_count",
       "created_at",
-      "updated_at"
+      "updated_at",
+      "schedule_policy",
+      "desired_retention",
+      "memory"
     ],
     "additionalProperties": false,
     "properties": {
@@ -732,6 +811,29 @@ export const schemas = {
       "updated_at": {
         "type": "string",
         "format": "date-time"
+      },
+      "schedule_policy": {
+        "$ref": "https://study-service/schemas/SchedulePolicy"
+      },
+      "desired_retention": {
+        "type": [
+          "number",
+          "null"
+        ],
+        "minimum": 0.7,
+        "maximum": 0.97,
+        "description": "The `fsrs` note's desired retention; null for a `leitner` note."
+      },
+      "memory": {
+        "oneOf": [
+          {
+            "$ref": "https://study-service/schemas/ScheduleMemory"
+          },
+          {
+            "type": "null"
+          }
+        ],
+        "description": "The `fsrs` note's memory state; null for a `leitner` note."
       }
     },
     "examples": [
@@ -753,7 +855,10 @@ export const schemas = {
         "last_reviewed_at": null,
         "review_count": 0,
         "created_at": "2026-11-23T10:00:00.000Z",
-        "updated_at": "2026-11-23T10:00:00.000Z"
+        "updated_at": "2026-11-23T10:00:00.000Z",
+        "schedule_policy": "leitner",
+        "desired_retention": null,
+        "memory": null
       }
     ]
   },
@@ -1033,7 +1138,16 @@ export const schemas = {
             "last_reviewed_at": null,
             "review_count": 0,
             "created_at": "2026-11-23T10:00:00.000Z",
-            "updated_at": "2026-11-23T10:00:00.000Z"
+            "updated_at": "2026-11-23T10:00:00.000Z",
+            "schedule_policy": "fsrs",
+            "desired_retention": 0.9,
+            "memory": {
+              "state": "new",
+              "stability": 0,
+              "difficulty": 0,
+              "reps": 0,
+              "lapses": 0
+            }
           }
         ],
         "next_cursor": null
@@ -1072,6 +1186,122 @@ export const schemas = {
       }
     ]
   },
+  "ReviewLogEntry": {
+    "$id": "https://study-service/schemas/ReviewLogEntry",
+    "type": "object",
+    "required": [
+      "review_uuid",
+      "conspectus_uuid",
+      "reviewed_at",
+      "outcome",
+      "schedule_policy",
+      "elapsed_days",
+      "scheduled_days",
+      "slot_before",
+      "slot_after",
+      "next_review_before",
+      "next_review_after",
+      "memory_before",
+      "memory_after"
+    ],
+    "additionalProperties": false,
+    "description": "One review of a note, as it moved the note. Days are whole study days in the learner's\ntime zone (the day rolls over at 04:00 local): `elapsed_days` since the previous review\n(or, for a first review, since the note was created; 0 for an `fsrs` note's first),\n`scheduled_days` until the next.\n",
+    "properties": {
+      "review_uuid": {
+        "type": "string",
+        "format": "uuid"
+      },
+      "conspectus_uuid": {
+        "type": "string",
+        "format": "uuid"
+      },
+      "reviewed_at": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "outcome": {
+        "type": "string",
+        "enum": [
+          "remembered",
+          "forgot"
+        ]
+      },
+      "schedule_policy": {
+        "$ref": "https://study-service/schemas/SchedulePolicy"
+      },
+      "elapsed_days": {
+        "type": "integer",
+        "minimum": 0
+      },
+      "scheduled_days": {
+        "type": "integer",
+        "minimum": 0
+      },
+      "slot_before": {
+        "$ref": "https://study-service/schemas/Slot"
+      },
+      "slot_after": {
+        "$ref": "https://study-service/schemas/Slot"
+      },
+      "next_review_before": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "next_review_after": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "memory_before": {
+        "oneOf": [
+          {
+            "$ref": "https://study-service/schemas/ScheduleMemory"
+          },
+          {
+            "type": "null"
+          }
+        ]
+      },
+      "memory_after": {
+        "oneOf": [
+          {
+            "$ref": "https://study-service/schemas/ScheduleMemory"
+          },
+          {
+            "type": "null"
+          }
+        ]
+      }
+    },
+    "examples": [
+      {
+        "review_uuid": "5d2a4c1e-8b7f-4e3a-9c6d-1f0e2b3a4c5d",
+        "conspectus_uuid": "0b8f9a8e-7f6e-4c1d-9d3e-2a1b0c9d8e7f",
+        "reviewed_at": "2026-11-24T08:15:00.000Z",
+        "outcome": "remembered",
+        "schedule_policy": "fsrs",
+        "elapsed_days": 0,
+        "scheduled_days": 3,
+        "slot_before": "A",
+        "slot_after": "B",
+        "next_review_before": "2026-11-24T04:00:00.000Z",
+        "next_review_after": "2026-11-27T04:00:00.000Z",
+        "memory_before": {
+          "state": "new",
+          "stability": 0,
+          "difficulty": 0,
+          "reps": 0,
+          "lapses": 0
+        },
+        "memory_after": {
+          "state": "review",
+          "stability": 3.1262,
+          "difficulty": 2.1181,
+          "reps": 1,
+          "lapses": 0
+        }
+      }
+    ]
+  },
   "UserExport": {
     "$id": "https://study-service/schemas/UserExport",
     "type": "object",
@@ -1079,7 +1309,8 @@ export const schemas = {
       "exported_at",
       "user",
       "conspectuses",
-      "error_logs"
+      "error_logs",
+      "review_logs"
     ],
     "additionalProperties": false,
     "description": "Everything the service holds about one learner.",
@@ -1104,6 +1335,13 @@ export const schemas = {
         "items": {
           "$ref": "https://study-service/schemas/ErrorLogResponse"
         }
+      },
+      "review_logs": {
+        "type": "array",
+        "description": "Every review of the learner's notes, oldest first.",
+        "items": {
+          "$ref": "https://study-service/schemas/ReviewLogEntry"
+        }
       }
     },
     "examples": [
@@ -1122,7 +1360,8 @@ export const schemas = {
           "timezone": "Europe/London"
         },
         "conspectuses": [],
-        "error_logs": []
+        "error_logs": [],
+        "review_logs": []
       }
     ]
   },

@@ -7,10 +7,11 @@ import {
   type ConspectusContent,
   type ReviewedNoteRow,
   reviewedNoteQuery,
+  reviewLogStatement,
   reviewStatement,
 } from '../src/repositories/conspectuses.js'
 import type { Owner } from '../src/repositories/users.js'
-import { FIRST_SLOT, nextReviewAt, reviewMoves } from '../src/schedule/leitner.js'
+import { decideReview, newNoteSchedule, type ReviewMove } from '../src/schedule/policy.js'
 import { invalidQueryParameter } from '../src/validation/request-validation-error.js'
 import { answerMissingParent, ownerRead, requireOwner } from './owner.js'
 import type { HandlerDeps, ServiceHandlers } from './types.js'
@@ -54,10 +55,16 @@ function takeReviewedNote(row: ReviewedNoteRow | undefined): ReviewedNote {
       review_count: row.review_count!,
       created_at: row.created_at!,
       updated_at: row.updated_at!,
+      schedule_policy: row.schedule_policy!,
+      desired_retention: row.desired_retention ?? null,
+      memory: row.memory ?? null,
     },
     version: row.version,
   }
 }
+
+/** Times as the store is sent them: postgres.js reads a timestamptz as a Date, the types say string. */
+const isoText = (at: string | Date) => (typeof at === 'string' ? at : at.toISOString())
 
 export function createConspectusHandlers({
   db,
@@ -67,7 +74,11 @@ export function createConspectusHandlers({
   return {
     async createConspectus(request, reply) {
       const body = request.body
+      const policy = body.schedule_policy ?? 'leitner'
       return answerIdempotently(request, reply, ownerRead(db, body), async ({ repos }, owner) => {
+        // Refused after the key's lookup, so that a key reused with another body is 409 first.
+        if (policy === 'leitner' && body.desired_retention !== undefined)
+          throw appError('CONSPECTUS_DESIRED_RETENTION_WITHOUT_FSRS')
         const at = now()
         const conspectus = await answerMissingParent(
           repos.conspectuses.create(owner.client_uuid, {
@@ -75,8 +86,7 @@ export function createConspectusHandlers({
             cue_sheet: body.cue_sheet,
             dense_paragraph: body.dense_paragraph,
             bullets: body.bullets,
-            slot: FIRST_SLOT,
-            next_review_at: nextReviewAt(at, FIRST_SLOT, owner.timezone),
+            ...newNoteSchedule(policy, body.desired_retention, at, owner.timezone),
             created_at: at,
           }),
         )
@@ -119,7 +129,7 @@ export function createConspectusHandlers({
         take: takeReviewedNote,
         write: (note) => {
           const at = now()
-          const move = reviewMoves(body.outcome, at, note.owner.timezone)[note.row.slot]
+          const { move, facts } = decideReview(note.row, body.outcome, at, note.owner.timezone)
           const atText = at.toISOString()
           const reviewed: Conspectus = {
             ...note.row,
@@ -128,16 +138,19 @@ export function createConspectusHandlers({
             last_reviewed_at: atText,
             review_count: note.row.review_count + 1,
             updated_at: atText,
+            memory: move.memory,
+          }
+          const ids = { user_id: note.owner.client_uuid, conspectus_uuid: note.row.conspectus_uuid }
+          const before: ReviewMove = {
+            slot: note.row.slot,
+            next_review_at: isoText(note.row.next_review_at),
+            memory: note.row.memory,
           }
           return {
             status: 200,
             body: reviewed,
-            statement: reviewStatement(
-              db.sql,
-              { user_id: note.owner.client_uuid, conspectus_uuid: note.row.conspectus_uuid, version: note.version },
-              move,
-              atText,
-            ),
+            statement: reviewStatement(db.sql, { ...ids, version: note.version }, move, atText),
+            alongside: reviewLogStatement(db.sql, { ...ids, before }, move, facts, atText),
           }
         },
       })

@@ -63,7 +63,8 @@ export interface Read<R, Q extends Row = Row> {
  * write): the lookup and the decision are made again, from the row as it is then.
  */
 export interface ReadThenWrite<R, Q extends Row, T> extends Partial<Read<R, Q>> {
-  write(read: R): WriteResult<T> & { statement: PendingQuery<Row[]> }
+  /** `alongside`: a statement sent with `statement`, reading the rows it returned as `written` (writeWithAnswer). */
+  write(read: R): WriteResult<T> & { statement: PendingQuery<Row[]>; alongside?: PendingQuery<Row[]> }
   /** The statement's own failure (a constraint it breaks) as the error to answer with; by default it is rethrown. */
   failed?(err: unknown): unknown
   /**
@@ -116,10 +117,11 @@ export function createIdempotency<Tx extends { sql: Db }>(
     hash: string,
     status: number,
     json: string,
+    alongside?: PendingQuery<Row[]>,
   ) => {
     const started = performance.now()
     try {
-      return await writeWithAnswer(db.sql, statement, who, hash, status, json, ttlHours)
+      return await writeWithAnswer(db.sql, statement, who, hash, status, json, ttlHours, alongside)
     } finally {
       observe(WRITE_OPERATION, (performance.now() - started) / 1000)
     }
@@ -177,7 +179,7 @@ export function createIdempotency<Tx extends { sql: Db }>(
         const json = serialize(decided.status, decided.body)
         let wrote: boolean
         try {
-          wrote = await timedWrite(decided.statement, who, hash, decided.status, json)
+          wrote = await timedWrite(decided.statement, who, hash, decided.status, json, decided.alongside)
         } catch (err) {
           if (!isKeyTaken(err)) throw plan.failed ? plan.failed(err) : err
           // A record holds the triple: a twin's answer, or an expired one the purge has not

@@ -65,6 +65,8 @@ export function answerRecord(db: Db, r: RecordKey, hash: string, status: number,
  * A write and its answer's record as ONE statement (atomic on its own: no transaction around it):
  * `write`, a data-modifying statement built but not sent, returns one row when it wrote and none
  * when what it was decided from has changed; the record is inserted only for a row it returns.
+ * `alongside`, another data-modifying statement, runs in the same statement and reads the rows
+ * `write` returned as `written` (an append to a log for the row written, say).
  * Resolves to whether it wrote. Fails as answerRecord() does when a record holds the triple (the
  * write is then undone with it).
  */
@@ -76,9 +78,10 @@ export async function writeWithAnswer(
   status: number,
   json: string,
   ttlHours: number,
+  alongside?: PendingQuery<Row[]>,
 ): Promise<boolean> {
   const result = await db`
-    with written as (${write})
+    with written as (${write})${alongside ? db`, alongside as (${alongside})` : db``}
     insert into idempotency_records (key_id, scope, idempotency_key, request_hash, status_code, response_body, expires_at)
     select ${r.keyId}, ${r.scope}, ${r.key}, ${hash}, ${status}, ${json}, now() + make_interval(hours => ${ttlHours})
     from written`

@@ -1,7 +1,9 @@
 // SQL for conspectuses (table conspectuses), always scoped to the owning user's client_uuid.
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
+import type { FsrsMemory } from '../schedule/fsrs.js'
 import type { Slot } from '../schedule/leitner.js'
+import type { ReviewFacts, ReviewMove, SchedulePolicy } from '../schedule/policy.js'
 import type { Owner, UserKey } from './users.js'
 import { jsonb } from '../library-types.js'
 import { keysetPage } from '../pagination/keyset-page.js'
@@ -21,13 +23,22 @@ export interface NewConspectus {
   slot: Slot
   next_review_at: Date
   created_at: Date
+  schedule_policy: SchedulePolicy
+  /** For an fsrs note: its desired retention and its (new) memory; null for a Leitner note. */
+  desired_retention: number | null
+  memory: FsrsMemory | null
 }
 
 export type ConspectusContent = Partial<Pick<NewConspectus, 'title' | 'cue_sheet' | 'dense_paragraph' | 'bullets'>>
 
+// An fsrs note's memory columns as the response's `memory` object (null for a Leitner note).
+export const MEMORY_SQL = `case when c.fsrs_state is null then null else json_build_object('state', c.fsrs_state,
+    'stability', c.fsrs_stability, 'difficulty', c.fsrs_difficulty, 'reps', c.fsrs_reps, 'lapses', c.fsrs_lapses) end`
+
 // The response shape (c: conspectuses, u: its owner), spliced into each query as a fragment.
 const RESPONSE_COLUMNS_SQL = `c.conspectus_uuid, u.system_user_id, u.system_uuid, c.title, c.cue_sheet,
-    c.dense_paragraph, c.bullets, c.slot, c.next_review_at, c.last_reviewed_at, c.review_count, c.created_at, c.updated_at`
+    c.dense_paragraph, c.bullets, c.slot, c.next_review_at, c.last_reviewed_at, c.review_count, c.created_at, c.updated_at,
+    c.schedule_policy, c.desired_retention, ${MEMORY_SQL} as memory`
 
 /**
  * A note as its review reads it, with its owner: the owner's columns (none when the owner is
@@ -55,16 +66,46 @@ export function reviewedNoteQuery(db: Db, key: UserKey, conspectusUuid: string) 
 export function reviewStatement(
   db: Db,
   note: { user_id: string; conspectus_uuid: string; version: string },
-  move: { slot: Slot; next_review_at: string },
+  move: ReviewMove,
   at: string,
 ) {
+  const memory = move.memory
   // Times go as text (`::text`): the driver formats a Date, or a parameter typed timestamptz, at each use.
   return db`
     update conspectuses
     set slot = ${move.slot}, next_review_at = ${move.next_review_at}::text::timestamptz,
         last_reviewed_at = ${at}::text::timestamptz, review_count = review_count + 1, updated_at = ${at}::text::timestamptz
+        ${
+          memory
+            ? db`, fsrs_state = ${memory.state}, fsrs_stability = ${memory.stability}, fsrs_difficulty = ${memory.difficulty},
+                 fsrs_reps = ${memory.reps}, fsrs_lapses = ${memory.lapses}`
+            : db``
+        }
     where conspectus_uuid = ${note.conspectus_uuid} and user_id = ${note.user_id} and xmin = ${note.version}::text::xid
     returning 1`
+}
+
+/**
+ * The review's entry in the review log, built but not sent: it runs alongside reviewStatement
+ * and reads that statement's returned row as `written`, so it is appended only when the note
+ * moved (writeWithAnswer).
+ */
+export function reviewLogStatement(
+  db: Db,
+  note: { user_id: string; conspectus_uuid: string; before: ReviewMove },
+  after: ReviewMove,
+  facts: ReviewFacts,
+  at: string,
+) {
+  const json = (memory: FsrsMemory | null) => (memory ? jsonb(db, memory) : null)
+  return db`
+    insert into review_logs (user_id, conspectus_uuid, reviewed_at, outcome, schedule_policy, elapsed_days,
+      scheduled_days, slot_before, slot_after, next_review_before, next_review_after, memory_before, memory_after)
+    select ${note.user_id}, ${note.conspectus_uuid}, ${at}::text::timestamptz, ${facts.outcome}, ${facts.schedule_policy},
+      ${facts.elapsed_days}, ${facts.scheduled_days}, ${note.before.slot}, ${after.slot},
+      ${note.before.next_review_at}::text::timestamptz, ${after.next_review_at}::text::timestamptz,
+      ${json(note.before.memory)}, ${json(after.memory)}
+    from written`
 }
 
 /**
@@ -93,9 +134,13 @@ export function createConspectusRepository(db: Db) {
     async create(userId: string, c: NewConspectus): Promise<Conspectus> {
       const [row] = await db<Conspectus[]>`
         with c as (
-          insert into conspectuses (user_id, title, cue_sheet, dense_paragraph, bullets, slot, next_review_at, created_at, updated_at)
+          insert into conspectuses (user_id, title, cue_sheet, dense_paragraph, bullets, slot, next_review_at, created_at,
+                                    updated_at, schedule_policy, desired_retention, fsrs_state, fsrs_stability,
+                                    fsrs_difficulty, fsrs_reps, fsrs_lapses)
           values (${userId}, ${c.title}, ${jsonb(db, c.cue_sheet)}, ${c.dense_paragraph}, ${c.bullets},
-                  ${c.slot}, ${c.next_review_at}, ${c.created_at}, ${c.created_at})
+                  ${c.slot}, ${c.next_review_at}, ${c.created_at}, ${c.created_at}, ${c.schedule_policy},
+                  ${c.desired_retention}, ${c.memory?.state ?? null}, ${c.memory?.stability ?? null},
+                  ${c.memory?.difficulty ?? null}, ${c.memory?.reps ?? null}, ${c.memory?.lapses ?? null})
           returning *
         )
         select ${RESPONSE_COLUMNS} from c join users u on u.client_uuid = c.user_id`.catch(rethrowMissingParent)

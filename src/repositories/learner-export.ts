@@ -1,10 +1,11 @@
-// The export of one learner: the user, every note and every error log, as one JSON document
+// The export of one learner: the user, every note, every error log and every review, as one JSON document
 // streamed while it is read. Memory stays flat whatever the learner holds: rows come from
 // server-side cursors a batch at a time, and the next batch is fetched only when the reply has
 // taken the previous one (the stream's backpressure). One REPEATABLE READ, READ ONLY transaction
-// on a connection of its own gives the three parts one snapshot.
+// on a connection of its own gives the four parts one snapshot.
 import { Readable } from 'node:stream'
 import type { ReservedSql, Sql } from '../db/client.js'
+import { MEMORY_SQL } from './conspectuses.js'
 import { USER_COLUMN_LIST, type User, type UserKey } from './users.js'
 
 /** Rows per cursor batch: a few hundred KB at typical note sizes, a few MB at the 84 KiB maximum. */
@@ -69,7 +70,8 @@ async function* documentChunks(conn: ReservedSql, user: User & { client_uuid: st
   yield* jsonArrayItems(
     conn`
       select c.conspectus_uuid, u.system_user_id, u.system_uuid, c.title, c.cue_sheet, c.dense_paragraph, c.bullets,
-             c.slot, c.next_review_at, c.last_reviewed_at, c.review_count, c.created_at, c.updated_at
+             c.slot, c.next_review_at, c.last_reviewed_at, c.review_count, c.created_at, c.updated_at,
+             c.schedule_policy, c.desired_retention, ${conn.unsafe(MEMORY_SQL)} as memory
       from conspectuses c join users u on u.client_uuid = c.user_id
       where c.user_id = ${user.client_uuid}
       order by c.created_at, c.conspectus_uuid`.cursor(BATCH_ROWS),
@@ -81,6 +83,15 @@ async function* documentChunks(conn: ReservedSql, user: User & { client_uuid: st
       from error_logs e join users u on u.client_uuid = e.user_id
       where e.user_id = ${user.client_uuid}
       order by e.created_at, e.error_log_uuid`.cursor(BATCH_ROWS),
+  )
+  yield '],"review_logs":['
+  yield* jsonArrayItems(
+    conn`
+      select review_uuid, conspectus_uuid, reviewed_at, outcome, schedule_policy, elapsed_days, scheduled_days,
+             slot_before, slot_after, next_review_before, next_review_after, memory_before, memory_after
+      from review_logs
+      where user_id = ${user.client_uuid}
+      order by reviewed_at, review_uuid`.cursor(BATCH_ROWS),
   )
   yield ']}'
 }

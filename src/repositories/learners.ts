@@ -24,9 +24,11 @@ export function createLearnerRepository(db: Db) {
      *    transaction and then fails its foreign key (it answers 404). PUT/PATCH of the user wait
      *    the same way and then find no row.
      * 2. Notes, then error logs (a note DELETE locks its note, then its error logs: the same order,
-     *    so the two never wait on each other in a cycle). A review or edit in flight holds its
-     *    note: the DELETE waits for it to commit, so its stored answer is visible to step 3; one
-     *    arriving later finds the note gone and answers 404.
+     *    so the two never wait on each other in a cycle). A note's reviews go with it (the review
+     *    log's ON DELETE CASCADE: the note, then its reviews, the order a note DELETE and a review
+     *    take them in). A review or edit in flight holds its note: the DELETE waits for it to
+     *    commit, so its stored answer is visible to step 3; one arriving later finds the note
+     *    gone and answers 404.
      * 3. Stored answers, by any key: every answer is the JSON a write sent, and each one about
      *    this learner names the user (client_uuid, or the owner key), one of the notes or one of
      *    the error logs just deleted. The user's own PUT/PATCH scopes (the path names the

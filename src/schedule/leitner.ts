@@ -168,7 +168,18 @@ function studyDayAndOffset(at: Date, timeZone: string): StudyDay {
 
 /** When a conspectus now in `slot` falls due after an event (create or review) at `eventAt`. */
 export function nextReviewAt(eventAt: Date, slot: Slot, timeZone: string): Date {
-  return new Date(rolloverAfter(studyDayAndOffset(eventAt, timeZone), INTERVAL_DAYS[slot], timeZone))
+  return dueDaysAfter(eventAt, INTERVAL_DAYS[slot], timeZone)
+}
+
+/** 04:00 local on the study day `days` days after the study day of `eventAt` (the day rule of every policy). */
+export function dueDaysAfter(eventAt: Date, days: number, timeZone: string): Date {
+  return new Date(rolloverAfter(studyDayAndOffset(eventAt, timeZone), days, timeZone))
+}
+
+/** The study day of `at` as a count of days since 1970-01-01 (differences are whole study days). */
+export function studyDayNumber(at: Date, timeZone: string): number {
+  const { year, month, day } = studyDayAndOffset(at, timeZone)
+  return Date.UTC(year, month - 1, day) / DAY_MS
 }
 
 /**

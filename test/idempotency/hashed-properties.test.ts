@@ -103,7 +103,17 @@ const cases: Record<string, { method: Method; url: (s: Subject) => string; props
   createConspectus: {
     method: 'post',
     url: () => '/api/v1/conspectuses',
-    props: ({ owner }) => conspectusProperties(owner),
+    props: ({ owner }) => {
+      const { body, changes } = conspectusProperties(owner)
+      return {
+        body: { ...body, schedule_policy: 'fsrs', desired_retention: 0.85 },
+        changes: {
+          ...changes,
+          schedule_policy: set('schedule_policy', 'leitner'),
+          desired_retention: set('desired_retention', 0.9),
+        },
+      }
+    },
   },
   patchConspectus: {
     method: 'patch',
