@@ -170,7 +170,9 @@ function drillBinDir(dir: string): string {
   for (const program of readdirSync(POSTGRES_BIN))
     symlinkSync(path.join(POSTGRES_BIN, program), path.join(bin, program))
   rmSync(path.join(bin, 'pg_rewind'))
-  writeFileSync(path.join(bin, 'pg_rewind'), `#!/bin/sh\nexec ${POSTGRES_BIN}/pg_rewind --no-sync "$@"\n`, {
+  // --no-sync last, so that Patroni's `pg_rewind --help` probe still has --help first (else
+  // pg_rewind refuses it, and Patroni concludes that it cannot rewind).
+  writeFileSync(path.join(bin, 'pg_rewind'), `#!/bin/sh\nexec ${POSTGRES_BIN}/pg_rewind "$@" --no-sync\n`, {
     mode: 0o755,
   })
   return bin
