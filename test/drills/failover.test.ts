@@ -285,8 +285,8 @@ async function drill(t: Test, variant: keyof typeof SERVED_AGAIN_WITHIN_MS, faul
   t.same(duplicated, [], 'every key applied exactly once, retried or not')
   t.equal(stored.rows.length, writes.acknowledged.size, 'nothing stored that was never acknowledged')
   if (!rejoined.startsWith('had rejoined')) {
-    // Patroni 3.0.2 may start a former primary as a standby without the pg_rewind its diverged
-    // timeline needs (patches/README.md): an operator's answer, so the next variant starts whole.
+    // A former primary Patroni could not rewind: an operator's answer, so the next variant
+    // starts whole (and the output says it happened).
     t.comment(`failover ${variant}: ${old.name} cloned again with patronictl reinit`)
     await cluster.reinit(old)
     await cluster.complete()
