@@ -1,12 +1,12 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: bench-scheduler drill-failover drill-restore format key api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-stages bench-instructions bench-keys bench-otel bench-otel-instructions bench-soak mutation test-alerts test-readme test-suite test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench bench-telemetry bench-learner-data contract clean
+.PHONY: bench-scheduler drill-failover drill-restore format key reset api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-stages bench-instructions bench-keys bench-otel bench-otel-instructions bench-soak mutation test-alerts test-readme test-suite test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench bench-telemetry bench-learner-data contract clean
 
 # The production image's Node.js (the Dockerfile's NODE_IMAGE), from the npm registry's
 # node-<platform>-<arch> package, kept in .cache/ (not a project dependency). The tests run on it.
 IMAGE_NODE_VERSION := $(shell sed -n 's/^ARG NODE_IMAGE=node:\([0-9.]*\)-.*/\1/p' Dockerfile)
 $(if $(IMAGE_NODE_VERSION),,$(error the Dockerfile has no ARG NODE_IMAGE=node:<version>-... line))
 # One call of the machine's Node.js: its platform, its version, and whether it is supported.
-MACHINE_NODE_FACTS := $(shell node -p '[process.platform + "-" + process.arch, process.versions.node, (([a, b]) => (a === 22 && b >= 12) || a >= 24)(process.versions.node.split(".").map(Number))].join(" ")' 2>/dev/null)
+MACHINE_NODE_FACTS := $(shell node -p '[process.platform + "-" + process.arch, process.versions.node, (([a, b]) => (a === 22 && b >= 19) || a >= 24)(process.versions.node.split(".").map(Number))].join(" ")' 2>/dev/null)
 IMAGE_NODE_PLATFORM := $(word 1,$(MACHINE_NODE_FACTS))
 IMAGE_NODE_DIR := .cache/node-$(IMAGE_NODE_VERSION)
 IMAGE_NODE_BIN := $(IMAGE_NODE_DIR)/node_modules/node-$(IMAGE_NODE_PLATFORM)/bin
@@ -15,7 +15,7 @@ ON_IMAGE_NODE := PATH="$(CURDIR)/$(IMAGE_NODE_BIN):$$PATH"
 $(IMAGE_NODE_BIN)/node:
 	npm install --prefix $(IMAGE_NODE_DIR) --no-save --no-audit --no-fund --loglevel=error --engine-strict=false node-$(IMAGE_NODE_PLATFORM)@$(IMAGE_NODE_VERSION)
 
-# The service runs on the Node.js LTS lines 22 (22.12+) and 24 (package.json's engines). On
+# The service runs on the Node.js LTS lines 22 (22.19+) and 24 (package.json's engines). On
 # another, such as an end-of-life 20, every target (npm ci included) runs on the image's Node.js
 # instead, fetched as above, and says so in one line.
 MACHINE_NODE := $(word 2,$(MACHINE_NODE_FACTS))
@@ -40,8 +40,8 @@ $(NPM_STAMP): package.json package-lock.json | supported-node
 
 node_modules: $(NPM_STAMP)
 
-# What running needs, when nothing more is installed: the production dependencies (about 260 of
-# the 856 packages; Pact, Redocly, Spectral, tap and the like are for the tests and the tools) and,
+# What running needs, when nothing more is installed: the production dependencies (a small part
+# of the lock's packages; Pact, Redocly, Spectral, tap and the like are for the tests and the tools) and,
 # to build, the lock's TypeScript kept in .cache/. A full install serves `make run` as well.
 RUN_STAMP := node_modules/.installed-run
 TYPESCRIPT_VERSION := $(shell sed -n '/"node_modules\/typescript": {/,/"version"/s/.*"version": "\(.*\)".*/\1/p' package-lock.json)
@@ -80,6 +80,12 @@ build: $(BUILD_STAMP)
 ## Runs the service on PORT (3000); embedded PostgreSQL (PGlite, .data/) unless DATABASE_URL is set.
 run: $(BUILD_STAMP) | supported-node
 	node dist/src/server.js
+
+## Deletes the embedded database (PGLITE_DATA_DIR, default .data/pglite) so that the next `make run` starts on a fresh one; refuses while a server runs on it.
+reset:
+	@dir="$${PGLITE_DATA_DIR:-.data/pglite}"; pid=$$(cat "$$dir/study-service.lock" 2>/dev/null); \
+	if [ -n "$$pid" ] && kill -0 "$$pid" 2>/dev/null; then echo "make reset: process $$pid runs on $$dir: stop it first" >&2; exit 1; fi; \
+	rm -rf "$$dir" && echo "make reset: $$dir removed; the next make run starts on a fresh database"
 
 ## Runs the service from TypeScript sources (no build step).
 dev: node_modules
@@ -140,8 +146,9 @@ lint: node_modules
 	npm run lint
 
 ## Makes a partner API key: ID=acme [SCOPES=a,b] [SYSTEMS=uuid,...] [RATE_MAX= RATE_WINDOW_MS=] [MAX_CONCURRENT_REQUESTS= MAX_BODY_BYTES_IN_FLIGHT=] [EXPIRES_AT=] [KEYS_FILE=file]; prints the secret once and appends its entry to KEYS_FILE (else prints a one-entry API_KEYS_FILE).
-key: node_modules
-	@npx tsx tools/make-key.ts
+# It needs only the build `make run` uses: no package is installed and nothing is rebuilt after it.
+key: $(BUILD_STAMP)
+	@node dist/src/auth/make-key.js
 
 ## The contract against the highest released one (spec/released/): an edit needs a version move, a breaking one a new major; docs/compatibility.md.
 api-compat: node_modules
@@ -227,7 +234,7 @@ bench-tools:
 	@missing=$$(for c in wrk haproxy redis-server; do command -v $$c >/dev/null || echo $$c; done); \
 	if [ -n "$$missing" ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; fi
 
-## The HTTP edge under hostile load (built server): 1 MiB amplification, stalled uploads, an address flood, 4x overload, one key against another partner (bench/fairness.md).
+## The HTTP edge under hostile load (built server): 1 MiB amplification, stalled uploads, an address flood, 4x overload; with BENCH_HOSTILE_PARTS=5,6 one key against another partner and many keys of one partner against another (bench/fairness.md).
 bench-hostile: node_modules build
 	npx tsx bench/hostile.ts
 

@@ -8,6 +8,9 @@
 //      holds `telemetry:ingest` alone runs 40 slow uploads (1 MiB announced, a byte every 2 s),
 //      then 8 clients posting ~1 MiB bodies whose `payload` has 90,000 keys (the partner's
 //      non-2xx and p99 against its p99 alone, /live's p99, the attacker's statuses)
+//   6. many keys of one partner: a partner key allowed 4 requests in progress creates 8 keys, and
+//      each holds 4 slow uploads to POST /api/v1/user (1 MiB announced, a byte every 2 s) while the
+//      second partner writes and reads steadily (its non-2xx and p99 against its p99 alone)
 // BENCH_HOSTILE_PARTS (e.g. "1,3"), BENCH_STALLED (2000), BENCH_ADDRESSES (100000),
 // BENCH_OVERLOAD_SECONDS (30), BENCH_REQUEST_TIMEOUT_MS (the server's REQUEST_TIMEOUT_MS, 10000 here).
 import autocannon from 'autocannon'
@@ -36,6 +39,7 @@ const KEY_WINDOW_MAX = 10_000_000
 const FAIR_SECONDS = Number(process.env.BENCH_FAIR_SECONDS ?? 15)
 const ATTACKER_KEY = 'ssk_bench_attacker'
 const PARTNER_KEY = 'ssk_bench_partner'
+const MANY_KEY = 'ssk_bench_many'
 
 const rows: [string, string, string][] = []
 const report = (measure: string, value: string, target = '') => {
@@ -74,6 +78,7 @@ writeFileSync(
     },
     { id: 'attacker', secret_sha256: sha256(ATTACKER_KEY), scopes: ['telemetry:ingest'] },
     { id: 'partner', secret_sha256: sha256(PARTNER_KEY) },
+    { id: 'many', secret_sha256: sha256(MANY_KEY), scopes: ['keys:admin', 'users:write'], max_concurrent_requests: 4 },
   ]),
 )
 const server = await startServer('service', [...benchNodeOptions(), 'dist/src/server.js'], port, {
@@ -327,8 +332,8 @@ if (parts.has('4')) {
   )
 }
 
-// ---- 5. One partner against another --------------------------------------------------------
-if (parts.has('5')) {
+// ---- 5. One partner against another; 6. many keys of one partner ------------------------------
+if (parts.has('5') || parts.has('6')) {
   interface Partner {
     statuses: Map<number, number>
     latencies: number[]
@@ -397,19 +402,24 @@ if (parts.has('5')) {
   const quiet = sleep(FAIR_SECONDS * 1000)
   const [alone, liveAlone] = await Promise.all([steadyPartner(quiet), pollLive(quiet)])
 
-  // Slow uploads: 40 sockets, each announcing 1 MiB and sending a byte every 2 s; a closed one is
-  // opened again after 250 ms (the attacker persists), until the time is up.
+  // Slow uploads: sockets (40 of the ingest key, or 4 of each given key), each announcing 1 MiB and
+  // sending a byte every 2 s; a closed one is opened again after 250 ms (the attacker persists),
+  // until the time is up.
   const slowAnswers = new Map<number | string, number>()
-  const slowUploads = async (until: number) => {
-    const one = () =>
+  const slowUploads = async (
+    until: number,
+    sockets: string[] = new Array(40).fill(ATTACKER_KEY),
+    head = (key: string) =>
+      `POST /api/v1/telemetry/docs-search/batch HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n{"events":[`,
+    answers = slowAnswers,
+  ) => {
+    const one = (key: string) =>
       new Promise<void>((resolve) => {
         const socket = net.connect(port, '127.0.0.1')
         let status = ''
         let drip: NodeJS.Timeout | undefined
         socket.on('connect', () => {
-          socket.write(
-            `POST /api/v1/telemetry/docs-search/batch HTTP/1.1\r\nHost: x\r\nX-API-Key: ${ATTACKER_KEY}\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n{"events":[`,
-          )
+          socket.write(head(key))
           drip = setInterval(() => socket.write(' '), 2000)
         })
         socket.on('data', (chunk: Buffer) => {
@@ -420,14 +430,14 @@ if (parts.has('5')) {
         socket.on('close', () => {
           clearInterval(drip)
           clearTimeout(stop)
-          count(slowAnswers, status ? Number(status) : performance.now() >= until ? 'held at the end' : 0)
+          count(answers, status ? Number(status) : performance.now() >= until ? 'held at the end' : 0)
           resolve()
         })
       })
     await Promise.all(
-      Array.from({ length: 40 }, async () => {
+      sockets.map(async (key) => {
         while (performance.now() < until) {
-          await one()
+          await one(key)
           await sleep(250)
         }
       }),
@@ -452,58 +462,112 @@ if (parts.has('5')) {
     )
     agent.destroy()
   }
-  let floodStart = Number.POSITIVE_INFINITY
-  const attack = (async () => {
-    await slowUploads(performance.now() + FAIR_SECONDS * 1000)
-    floodStart = performance.now()
-    await flood(performance.now() + FAIR_SECONDS * 1000)
-  })()
-  const [attacked, live] = await Promise.all([steadyPartner(attack), pollLive(attack)])
-  partnerAgent.destroy()
-  const ticks = `${FAIR_SECONDS} s alone, then ${FAIR_SECONDS} s of slow uploads and ${FAIR_SECONDS} s of the flood`
-  report(
-    `fairness: partner alone (${ticks})`,
-    `${alone.latencies.length} requests, non-2xx ${non2xx(alone)}, p99 ${percentile(alone.latencies, 99).toFixed(1)} ms`,
-  )
-  report(
-    'fairness: partner under attack, non-2xx',
-    `${non2xx(attacked)} of ${attacked.latencies.length} (${show(attacked.statuses)})`,
-    '0',
-  )
-  const ratio = percentile(attacked.latencies, 99) / percentile(alone.latencies, 99)
-  report(
-    'fairness: partner p99 under attack / alone',
-    `${percentile(attacked.latencies, 99).toFixed(1)} ms / ${percentile(alone.latencies, 99).toFixed(1)} ms = ${ratio.toFixed(2)}`,
-    '<= 3',
-  )
-  const during = (flooding: boolean) =>
-    attacked.latencies.filter((_, i) => attacked.ends[i]! >= floodStart === flooding)
-  report(
-    'fairness: partner p99 during the slow uploads / during the flood',
-    `${percentile(during(false), 99).toFixed(1)} ms / ${percentile(during(true), 99).toFixed(1)} ms`,
-    '',
-  )
-  report(
-    'fairness: /live during the attacks (p99 / worst)',
-    `${percentile(live, 99).toFixed(1)} / ${Math.max(...live).toFixed(1)} ms over ${live.length} probes (alone: p99 ${percentile(liveAlone, 99).toFixed(1)} ms)`,
-    'p99 < 100 ms',
-  )
-  report('fairness: attacker slow uploads answered', show(slowAnswers), '429 / 408')
-  report('fairness: attacker 90,000-key flood answered', show(floodAnswers), '422 / 429')
-  const fairRows = rows.filter(([measure]) => measure.startsWith('fairness:'))
-  const commit = execSync('git rev-parse --short HEAD', { encoding: 'utf8' }).trim()
-  const load = os
-    .loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' / ')
-  writeFileSync(
-    'bench/fairness.md',
-    `# One partner against another (\`make bench-hostile\`, part 5)\n\n` +
-      `${new Date().toISOString()}, commit ${commit}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ` +
-      `load average at the end ${load} (1 / 5 / 15 min: the host is shared, so compare the ratios of one run), ` +
-      `\`BENCH_HOSTILE_PARTS=5 npx tsx bench/hostile.ts\` on the built server (defaults but the keys in the script).\n\n` +
-      `| measure | value | target |\n|---|---|---|\n${fairRows.map((r) => `| ${r.join(' | ')} |`).join('\n')}\n`,
-  )
+  if (parts.has('6')) {
+    // The partner `many` creates 8 keys (of its own limits); each holds 4 slow user uploads.
+    const children: string[] = []
+    for (let i = 0; i < 8; i++) {
+      const body = JSON.stringify({ id: `many-${i}`, scopes: ['users:write'] })
+      const created = await new Promise<string>((resolve, reject) => {
+        const req = http.request(
+          `${base}/api/v1/admin/keys`,
+          {
+            method: 'POST',
+            headers: {
+              'x-api-key': MANY_KEY,
+              'content-type': 'application/json',
+              'idempotency-key': randomBytes(8).toString('hex'),
+            },
+          },
+          (res) => {
+            let text = ''
+            res.on('data', (c) => (text += c))
+            res.on('end', () => (res.statusCode === 201 ? resolve(JSON.parse(text).secret) : reject(new Error(text))))
+          },
+        )
+        req.end(body)
+      })
+      children.push(created)
+    }
+    const manyAnswers = new Map<number | string, number>()
+    const userUpload = (key: string) =>
+      `POST /api/v1/user HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nIdempotency-Key: ${randomBytes(8).toString('hex')}\r\nContent-Length: 1048576\r\n\r\n{"system_user_id":`
+    const manyKeys = slowUploads(
+      performance.now() + FAIR_SECONDS * 1000,
+      children.flatMap((key) => [key, key, key, key]),
+      userUpload,
+      manyAnswers,
+    )
+    const underMany = await steadyPartner(manyKeys)
+    const ratioMany = percentile(underMany.latencies, 99) / percentile(alone.latencies, 99)
+    report(
+      `fairness: partner under 8 created keys' slow uploads (${FAIR_SECONDS} s), non-2xx`,
+      `${non2xx(underMany)} of ${underMany.latencies.length} (${show(underMany.statuses)})`,
+      '0',
+    )
+    report(
+      'fairness: partner p99 under the many keys / alone',
+      `${percentile(underMany.latencies, 99).toFixed(1)} ms / ${percentile(alone.latencies, 99).toFixed(1)} ms = ${ratioMany.toFixed(2)}`,
+      '<= 3',
+    )
+    report("fairness: the 8 created keys' slow uploads answered", show(manyAnswers), "429 past the partner's 4")
+  }
+  if (parts.has('5')) await partFive()
+  else partnerAgent.destroy()
+
+  async function partFive() {
+    let floodStart = Number.POSITIVE_INFINITY
+    const attack = (async () => {
+      await slowUploads(performance.now() + FAIR_SECONDS * 1000)
+      floodStart = performance.now()
+      await flood(performance.now() + FAIR_SECONDS * 1000)
+    })()
+    const [attacked, live] = await Promise.all([steadyPartner(attack), pollLive(attack)])
+    partnerAgent.destroy()
+    const ticks = `${FAIR_SECONDS} s alone, then ${FAIR_SECONDS} s of slow uploads and ${FAIR_SECONDS} s of the flood`
+    report(
+      `fairness: partner alone (${ticks})`,
+      `${alone.latencies.length} requests, non-2xx ${non2xx(alone)}, p99 ${percentile(alone.latencies, 99).toFixed(1)} ms`,
+    )
+    report(
+      'fairness: partner under attack, non-2xx',
+      `${non2xx(attacked)} of ${attacked.latencies.length} (${show(attacked.statuses)})`,
+      '0',
+    )
+    const ratio = percentile(attacked.latencies, 99) / percentile(alone.latencies, 99)
+    report(
+      'fairness: partner p99 under attack / alone',
+      `${percentile(attacked.latencies, 99).toFixed(1)} ms / ${percentile(alone.latencies, 99).toFixed(1)} ms = ${ratio.toFixed(2)}`,
+      '<= 3',
+    )
+    const during = (flooding: boolean) =>
+      attacked.latencies.filter((_, i) => attacked.ends[i]! >= floodStart === flooding)
+    report(
+      'fairness: partner p99 during the slow uploads / during the flood',
+      `${percentile(during(false), 99).toFixed(1)} ms / ${percentile(during(true), 99).toFixed(1)} ms`,
+      '',
+    )
+    report(
+      'fairness: /live during the attacks (p99 / worst)',
+      `${percentile(live, 99).toFixed(1)} / ${Math.max(...live).toFixed(1)} ms over ${live.length} probes (alone: p99 ${percentile(liveAlone, 99).toFixed(1)} ms)`,
+      'p99 < 100 ms',
+    )
+    report('fairness: attacker slow uploads answered', show(slowAnswers), '429 / 408')
+    report('fairness: attacker 90,000-key flood answered', show(floodAnswers), '422 / 429')
+    const fairRows = rows.filter(([measure]) => measure.startsWith('fairness:'))
+    const commit = execSync('git rev-parse --short HEAD', { encoding: 'utf8' }).trim()
+    const load = os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' / ')
+    writeFileSync(
+      'bench/fairness.md',
+      `# One partner against another (\`make bench-hostile\`, parts 5 and 6)\n\n` +
+        `${new Date().toISOString()}, commit ${commit}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ` +
+        `load average at the end ${load} (1 / 5 / 15 min: the host is shared, so compare the ratios of one run), ` +
+        `\`BENCH_HOSTILE_PARTS=${[...parts].filter((p) => p === '5' || p === '6').join(',')} npx tsx bench/hostile.ts\` on the built server (defaults but the keys in the script).\n\n` +
+        `| measure | value | target |\n|---|---|---|\n${fairRows.map((r) => `| ${r.join(' | ')} |`).join('\n')}\n`,
+    )
+  }
 }
 
 keepAlive.destroy()

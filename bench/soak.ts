@@ -2,7 +2,7 @@
 // every SOAK_SAMPLE_SECONDS: throughput and the server's resident memory (RSS). Flat means that
 // from the second minute to the last, every minute's throughput and every minute's median RSS
 // lie within ±10 % of the median over those minutes (stock postgres.js 3.4.9 lost half its
-// throughput within minutes; see patches/). SOAK_SETUP: node-bound (default: PostgreSQL and the
+// throughput within minutes: test/db/postgres-pool-queue.test.ts). SOAK_SETUP: node-bound (default: PostgreSQL and the
 // load generator on the other core, as PostgreSQL runs on its own host in production, so the
 // figures are the service's own drift) or shared (PostgreSQL on the service's core: its
 // checkpoints and vacuums then show as the service's dips). Beside each sample, the time a fixed

@@ -600,8 +600,13 @@ export interface paths {
         };
         /**
          * List the database keys, oldest first
-         * @description Every key made through these operations (revoked and expired ones too), ordered by
-         *     `created_at`, then `id`, in pages: pass `next_cursor` as `cursor` for the next page; a
+         * @description The keys made through these operations (revoked and expired ones too) within the
+         *     caller's reach, ordered by `created_at`, then `id`, in pages. The reach of an `API_KEYS`
+         *     key is every key; of any other key, the keys of its own partner that it could have
+         *     created: scopes, systems, rate limit, requests in progress, body bytes in flight and
+         *     expiry none wider than its own. Every admin operation holds the same reach: a key outside
+         *     it is answered as absent (404 `KEYS_404` on read, roll and revoke; left out of lists and
+         *     of the audit), never 403, so that no answer tells whether it exists. Pages: pass `next_cursor` as `cursor` for the next page; a
          *     cursor this service could not have issued is 422 `COMMON_422`. No secret and no digest
          *     is ever listed. Keys of `API_KEYS` and `API_KEYS_FILE` are configuration, not data, and
          *     are not listed.
@@ -618,15 +623,24 @@ export interface paths {
          *     same body) answers the key **without** `secret`. A client that lost the first answer
          *     rolls the key to get a new secret.
          *
-         *     The key takes effect on every replica within a second of this answer. Omitted fields
-         *     take the creator's: `scopes` defaults to the creator's scopes without the explicit-only
-         *     ones (`telemetry:erase`, `users:erase`, `keys:admin`), `systems` to the creator's
-         *     systems. A key may grant only what its creator holds: a scope or a system the creator
-         *     lacks answers 403 `KEYS_403`; `keys:admin` is granted only when named.
+         *     The key takes effect on every replica within a second of this answer. It belongs to its
+         *     creator's partner (`partner`). Omitted fields take the creator's: `scopes` defaults to
+         *     the creator's scopes without the explicit-only ones (`telemetry:erase`, `users:erase`,
+         *     `keys:admin`), `systems`, `rate_limit`, `max_concurrent_requests`,
+         *     `max_body_bytes_in_flight` and `expires_at` to the creator's. A key is never wider than
+         *     its creator: a scope or a system the creator lacks, a `rate_limit` with a larger `max` or
+         *     more requests per unit of time, a larger `max_concurrent_requests` or
+         *     `max_body_bytes_in_flight` (a creator without its own compares by the service's default),
+         *     or an `expires_at` after the creator's, answers 403 `KEYS_403` with a `key` that names the
+         *     field; `keys:admin` is granted only when named. Revoking a key, or its expiry, ends the
+         *     keys it created with it (and theirs).
+         *
+         *     Answers carrying a secret say `Cache-Control: no-store`.
          *
          *     Business errors: 403 `KEYS_403` (grants more than the creator holds); 409 `KEYS_409`
-         *     (the id is taken: by a database key, revoked ones included, by an `API_KEYS_FILE` entry,
-         *     or of the `key-<12 hex>` form of `API_KEYS` keys); 400 `KEYS_400`
+         *     (the id is taken, compared without case: by a database key of any partner, revoked ones
+         *     included, by an `API_KEYS_FILE` entry, or of the `key-<12 hex>` form of `API_KEYS` keys;
+         *     ids are one namespace, so this says only that the id is taken); 400 `KEYS_400`
          *     (`max_body_bytes_in_flight` outside this service's range); 400 `COMMON_400` / 409
          *     `COMMON_409` for Idempotency-Key problems.
          */
@@ -650,8 +664,10 @@ export interface paths {
         /**
          * Read one database key
          * @description The key's fields, `last_used_at` (to the hour) and `status`; never its secret or digest.
+         *     The id compares without case.
          *
-         *     Business errors: 404 `KEYS_404` when no database key has this id.
+         *     Business errors: 404 `KEYS_404` when no database key within the caller's reach (see the
+         *     key list) has this id.
          */
         get: operations["getApiKey"];
         put?: never;
@@ -662,10 +678,12 @@ export interface paths {
          *     (connections already open included). The key stays listed with `revoked_at`; its id is
          *     never issued again.
          *
-         *     No `Idempotency-Key`: revoking is idempotent by itself. A repeated DELETE answers 200
-         *     with the same `revoked_at` and leaves no second audit row.
+         *     Every key it created is revoked with it, and theirs, each with its own audit row (a
+         *     revoked key creates nothing more). No `Idempotency-Key`: revoking is idempotent by itself.
+         *     A repeated DELETE answers 200 with the same `revoked_at` and leaves no second audit row.
          *
-         *     Business errors: 404 `KEYS_404` when no database key has this id.
+         *     Business errors: 404 `KEYS_404` when no database key within the caller's reach (see the
+         *     key list) has this id.
          */
         delete: operations["revokeApiKey"];
         options?: never;
@@ -690,9 +708,11 @@ export interface paths {
          * @description Issues a new secret (answered in `secret`, this once, as on create) and lets the key's
          *     older secrets work for `expires_in_seconds` more (0: they stop now; default 86400, at
          *     most 604800), never longer than they already would. `previous_secret_expires_at` says
-         *     when the last of them stops. A replay answers the key without `secret`.
+         *     when the last of them stops. A replay answers the key without `secret`. Answers carrying
+         *     a secret say `Cache-Control: no-store`.
          *
-         *     Business errors: 404 `KEYS_404`; 409 `KEYS_409` when the key is revoked; 400
+         *     Business errors: 404 `KEYS_404` when no database key within the caller's reach (see the
+         *     key list) has this id; 409 `KEYS_409` when the key is revoked; 400
          *     `COMMON_400` / 409 `COMMON_409` for Idempotency-Key problems.
          */
         post: operations["rollApiKey"];
@@ -711,10 +731,13 @@ export interface paths {
         };
         /**
          * The admin actions, newest first
-         * @description One entry per action that changed a key (create, roll, revoke): who (the acting key's
-         *     id), what, on which key, when, and the request's `X-Request-Id`. Never a secret or a
-         *     digest. In pages, newest first, with the cursor rules of the key list; `key_id` keeps
-         *     the actions on one key.
+         * @description One entry per action that changed a key (create, roll, revoke; a revocation's keys each
+         *     have one): who (the acting key's id), what, on which key, when, the server's own id of
+         *     the request (`request_id`) and the `X-Request-Id` the client sent, if any
+         *     (`client_request_id`, the client's word). Never a secret or a digest. Only actions on
+         *     keys within the caller's reach (see the key list). In pages, newest first, with the
+         *     cursor rules of the key list; `key_id` (compared without case) keeps the actions on one
+         *     key.
          *
          *     Business errors: none beyond the common ones (401, 403, 422, 429).
          */
@@ -1529,10 +1552,7 @@ export interface components {
          *     }
          */
         ApiKeyRollRequest: {
-            /**
-             * @description How long the older secrets keep working: 0 stops them now.
-             * @default 86400
-             */
+            /** @description How long the older secrets keep working, in seconds: 0 stops them now; left out, 86400 (a day). */
             expires_in_seconds?: number;
         };
         /**
@@ -1540,6 +1560,7 @@ export interface components {
          *       "id": "acme-web",
          *       "secret": "ssk_3q2-7wEXAMPLEonlyXXXXXXXXXXXXXXXXXXXXXXXXXXX",
          *       "prefix": "ssk_3q2-",
+         *       "partner": "key-1a2b3c4d5e6f",
          *       "status": "active",
          *       "scopes": [
          *         "telemetry:ingest"
@@ -1568,6 +1589,8 @@ export interface components {
             secret?: string;
             /** @description The first 8 characters of the current secret (`ssk_` and 4 more), to tell keys apart. */
             prefix: string;
+            /** @description The partner the key belongs to: the id of its root configured key (API_KEYS or API_KEYS_FILE), its creator's partner. Its keys share the root's budgets. */
+            partner: string;
             /** @enum {string} */
             status: "active" | "expired" | "revoked";
             scopes: components["schemas"]["ApiKeyScope"][];
@@ -1581,7 +1604,7 @@ export interface components {
             max_body_bytes_in_flight: number | null;
             /** Format: date-time */
             created_at: string;
-            /** @description The id of the key that created it. */
+            /** @description The id of the key that created it (revoking that key revokes this one). */
             created_by: string;
             /** Format: date-time */
             expires_at: string | null;
@@ -1612,8 +1635,10 @@ export interface components {
             /** @enum {string} */
             action: "key.create" | "key.roll" | "key.revoke";
             target_key_id: components["schemas"]["ApiKeyId"];
-            /** @description The X-Request-Id of the request that acted. */
+            /** @description The server's own id of the request that acted: its X-Request-Id when the client sent none, else one the server made (in the request's log line as server_request_id). */
             request_id: string;
+            /** @description The X-Request-Id the client sent, as the client's word; null when it sent none. */
+            client_request_id: string | null;
         };
         /**
          * @example {
@@ -1624,7 +1649,8 @@ export interface components {
          *           "actor_key_id": "key-1a2b3c4d5e6f",
          *           "action": "key.revoke",
          *           "target_key_id": "acme-web",
-         *           "request_id": "7d0c9f3e-1b2a-4c5d-8e9f-0a1b2c3d4e5f"
+         *           "request_id": "7d0c9f3e-1b2a-4c5d-8e9f-0a1b2c3d4e5f",
+         *           "client_request_id": null
          *         }
          *       ],
          *       "next_cursor": null
@@ -1786,7 +1812,7 @@ export interface components {
             /** Format: date */
             to: string;
             items: {
-                /** @description The normalised query. */
+                /** @description The normalised query; an empty string for searches sent without text (or only spaces), which the analytics page shows as "(no text)". */
                 query: string;
                 count: number;
                 no_result_count: number;
@@ -1813,7 +1839,7 @@ export interface components {
             /** Format: date */
             to: string;
             items: {
-                /** @description The normalised query. */
+                /** @description The normalised query; an empty string for searches sent without text (or only spaces), which the analytics page shows as "(no text)". */
                 query: string;
                 count: number;
             }[];
@@ -2106,7 +2132,7 @@ export interface components {
                 "application/json": components["schemas"]["ValidationErrorResponse"];
             };
         };
-        /** @description The client exceeded its rate limit (`COMMON_429` / `SECURITY_RATE_LIMIT_EXCEEDED`), has too many requests in progress at once (`SECURITY_CONCURRENT_REQUESTS_EXCEEDED`, `max_concurrent_requests`), or its request bodies in progress would take more than its bytes in flight (`SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED`, `max_body_bytes_in_flight`). The last two are answered before the body is read (the connection is closed); the client is its API key, or its address without a valid key. */
+        /** @description The client exceeded its rate limit (`COMMON_429` / `SECURITY_RATE_LIMIT_EXCEEDED`), has too many requests in progress at once (`SECURITY_CONCURRENT_REQUESTS_EXCEEDED`, `max_concurrent_requests`), or its request bodies in progress would take more than its bytes in flight (`SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED`, `max_body_bytes_in_flight`). The last two are answered before the body is read (the connection is closed); the client is its API key, or its address without a valid key. A stored key's request counts against its own limits and against its partner's (its root key's), with the same answers. */
         TooManyRequests: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2243,6 +2269,8 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description `no-store`: the answer may carry a secret; no cache keeps it. */
+        "Cache-Control-No-Store": "no-store";
         /** @description The request's correlation id (echoed or generated). */
         "X-Request-Id": string;
         /** @description Requests allowed per window for this client. */
@@ -3641,6 +3669,7 @@ export interface operations {
             /** @description The key, with `secret` unless this is a replay (`Idempotent-Replayed: true`). */
             201: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -3789,6 +3818,7 @@ export interface operations {
             /** @description The key with its new `secret` (not on a replay: `Idempotent-Replayed: true`). */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];

@@ -1381,11 +1381,51 @@ export const errorCatalogue = [
     ]
   },
   {
+    "code": "KEYS_403",
+    "key": "ADMIN_KEY_RATE_LIMIT_NOT_HELD",
+    "status": 403,
+    "source": "security",
+    "message": "rate_limit may not allow more than its creator's: a larger max or more requests per unit of time.",
+    "operations": [
+      "createApiKey"
+    ]
+  },
+  {
+    "code": "KEYS_403",
+    "key": "ADMIN_KEY_CONCURRENCY_NOT_HELD",
+    "status": 403,
+    "source": "security",
+    "message": "max_concurrent_requests may not exceed its creator's.",
+    "operations": [
+      "createApiKey"
+    ]
+  },
+  {
+    "code": "KEYS_403",
+    "key": "ADMIN_KEY_BODY_BYTES_NOT_HELD",
+    "status": 403,
+    "source": "security",
+    "message": "max_body_bytes_in_flight may not exceed its creator's.",
+    "operations": [
+      "createApiKey"
+    ]
+  },
+  {
+    "code": "KEYS_403",
+    "key": "ADMIN_KEY_EXPIRY_NOT_HELD",
+    "status": 403,
+    "source": "security",
+    "message": "expires_at may not be later than its creator's expiry.",
+    "operations": [
+      "createApiKey"
+    ]
+  },
+  {
     "code": "KEYS_404",
     "key": "ADMIN_KEY_NOT_FOUND",
     "status": 404,
     "source": "business",
-    "message": "No database key has this id.",
+    "message": "No database key within the caller's reach has this id.",
     "operations": [
       "getApiKey",
       "revokeApiKey",

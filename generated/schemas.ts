@@ -1547,8 +1547,7 @@ export const schemas = {
         "type": "integer",
         "minimum": 0,
         "maximum": 604800,
-        "default": 86400,
-        "description": "How long the older secrets keep working: 0 stops them now."
+        "description": "How long the older secrets keep working, in seconds: 0 stops them now; left out, 86400 (a day)."
       }
     },
     "examples": [
@@ -1563,6 +1562,7 @@ export const schemas = {
     "required": [
       "id",
       "prefix",
+      "partner",
       "status",
       "scopes",
       "systems",
@@ -1591,6 +1591,10 @@ export const schemas = {
       "prefix": {
         "type": "string",
         "description": "The first 8 characters of the current secret (`ssk_` and 4 more), to tell keys apart."
+      },
+      "partner": {
+        "type": "string",
+        "description": "The partner the key belongs to: the id of its root configured key (API_KEYS or API_KEYS_FILE), its creator's partner. Its keys share the root's budgets."
       },
       "status": {
         "type": "string",
@@ -1648,7 +1652,7 @@ export const schemas = {
       },
       "created_by": {
         "type": "string",
-        "description": "The id of the key that created it."
+        "description": "The id of the key that created it (revoking that key revokes this one)."
       },
       "expires_at": {
         "type": [
@@ -1686,6 +1690,7 @@ export const schemas = {
         "id": "acme-web",
         "secret": "ssk_3q2-7wEXAMPLEonlyXXXXXXXXXXXXXXXXXXXXXXXXXXX",
         "prefix": "ssk_3q2-",
+        "partner": "key-1a2b3c4d5e6f",
         "status": "active",
         "scopes": [
           "telemetry:ingest"
@@ -1739,7 +1744,8 @@ export const schemas = {
       "actor_key_id",
       "action",
       "target_key_id",
-      "request_id"
+      "request_id",
+      "client_request_id"
     ],
     "additionalProperties": false,
     "properties": {
@@ -1768,7 +1774,14 @@ export const schemas = {
       },
       "request_id": {
         "type": "string",
-        "description": "The X-Request-Id of the request that acted."
+        "description": "The server's own id of the request that acted: its X-Request-Id when the client sent none, else one the server made (in the request's log line as server_request_id)."
+      },
+      "client_request_id": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "description": "The X-Request-Id the client sent, as the client's word; null when it sent none."
       }
     }
   },
@@ -1804,7 +1817,8 @@ export const schemas = {
             "actor_key_id": "key-1a2b3c4d5e6f",
             "action": "key.revoke",
             "target_key_id": "acme-web",
-            "request_id": "7d0c9f3e-1b2a-4c5d-8e9f-0a1b2c3d4e5f"
+            "request_id": "7d0c9f3e-1b2a-4c5d-8e9f-0a1b2c3d4e5f",
+            "client_request_id": null
           }
         ],
         "next_cursor": null
@@ -2132,7 +2146,7 @@ export const schemas = {
           "properties": {
             "query": {
               "type": "string",
-              "description": "The normalised query."
+              "description": "The normalised query; an empty string for searches sent without text (or only spaces), which the analytics page shows as \"(no text)\"."
             },
             "count": {
               "type": "integer",
@@ -2210,7 +2224,7 @@ export const schemas = {
           "properties": {
             "query": {
               "type": "string",
-              "description": "The normalised query."
+              "description": "The normalised query; an empty string for searches sent without text (or only spaces), which the analytics page shows as \"(no text)\"."
             },
             "count": {
               "type": "integer",

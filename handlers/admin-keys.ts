@@ -1,15 +1,16 @@
 // createApiKey, listApiKeys, getApiKey, rollApiKey, revokeApiKey, listAdminAudit: partner keys
 // as data. A change commits with its audit row and its notification to every replica; this
 // replica re-reads the key before it answers, so the caller can use the answer at once here.
-import type { FastifyRequest } from 'fastify'
-import type { ApiKeyIdentity } from '../src/auth/api-keys.js'
-import { EXPLICIT_ONLY_SCOPES, KEY_ID, KNOWN_SCOPES } from '../src/auth/key-file.js'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { grantOf, type KeyDefaults, reachOf } from '../src/auth/authority.js'
+import { KEY_ID } from '../src/auth/key-file.js'
 import { issueSecret } from '../src/auth/secret.js'
 import { appError } from '../src/errors.js'
 import { decodeCursor, decodeIdCursor, encodeCursor, encodeIdCursor } from '../src/pagination/cursor.js'
+import { clientRequestIdOf, serverRequestIdOf } from '../src/plugins/app/request-id.js'
 import type { Actor } from '../src/repositories/api-keys.js'
 import { invalidQueryParameter } from '../src/validation/request-validation-error.js'
-import type { HandlerDeps, RequestBody, ServiceHandlers } from './types.js'
+import type { HandlerDeps, ServiceHandlers } from './types.js'
 
 type AdminKeyOperations =
   | 'createApiKey'
@@ -22,22 +23,22 @@ type AdminKeyOperations =
 /** The roll's default overlap: a day for every holder of the old secret to move. */
 const DEFAULT_OVERLAP_SECONDS = 86_400
 
-/**
- * What a new key grants: what was asked for, or by default what its creator holds but the
- * explicit-only scopes; never a scope or a system its creator lacks (403 KEYS_403).
- */
-export function grantOf(creator: ApiKeyIdentity, body: RequestBody<'createApiKey'>) {
-  const held = creator.scopes ?? KNOWN_SCOPES
-  const scopes = body.scopes ?? [...held].filter((scope) => !EXPLICIT_ONLY_SCOPES.has(scope))
-  if (!scopes.every((scope) => held.has(scope))) throw appError('ADMIN_KEY_GRANT_NOT_HELD')
-  const asked = body.systems?.map((system) => system.toLowerCase())
-  if (asked && creator.systems && !asked.every((system) => creator.systems!.has(system)))
-    throw appError('ADMIN_KEY_GRANT_NOT_HELD')
-  const systems = asked ?? (creator.systems && [...creator.systems])
-  return { scopes: [...new Set(scopes)].sort(), systems: systems && [...new Set(systems)].sort() }
-}
+/** The audit's actor: the key, the server's own request id and the client's X-Request-Id beside it. */
+const actorOf = (request: FastifyRequest): Actor => ({
+  keyId: request.apiKeyId!,
+  requestId: serverRequestIdOf(request),
+  clientRequestId: clientRequestIdOf(request),
+})
 
-const actorOf = (request: FastifyRequest): Actor => ({ keyId: request.apiKeyId!, requestId: request.id })
+/** An admin action's log line: the acting key and the request ids the audit row holds. */
+const auditLog = (request: FastifyRequest, fields: Record<string, unknown>) => ({
+  key_id: request.apiKeyId,
+  server_request_id: serverRequestIdOf(request),
+  ...fields,
+})
+
+/** An answer that carries a secret is kept by no cache (set on every answer of create and roll). */
+const noStore = (reply: FastifyReply) => reply.header('cache-control', 'no-store')
 
 export function createAdminKeyHandlers({
   db,
@@ -45,34 +46,36 @@ export function createAdminKeyHandlers({
   config,
   answerIdempotently,
 }: HandlerDeps): ServiceHandlers<AdminKeyOperations> {
+  const defaults: KeyDefaults = {
+    rate: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs },
+    maxConcurrentRequests: config.client.maxConcurrentRequests,
+    maxBodyBytesInFlight: config.client.maxBodyBytesInFlight,
+  }
+  // Every operation sees and acts on the keys within the caller's reach; the others are absent (404).
+  const reach = (request: FastifyRequest) => reachOf(request.apiKey!, defaults)
   return {
     async createApiKey(request, reply) {
+      noStore(reply)
       const body = request.body
+      const creator = request.apiKey!
       const issued = issueSecret()
       const json = await answerIdempotently(request, reply, async ({ repos }) => {
         if (apiKeys.registry.isConfiguredId(body.id)) throw appError('ADMIN_KEY_ID_TAKEN')
-        const grant = grantOf(request.apiKey!, body)
         const bytes = body.max_body_bytes_in_flight
         if (bytes !== undefined && (bytes < config.bodyLimitBytes || bytes > config.client.maxBodyBytesInFlightShare))
           throw appError('ADMIN_KEY_BODY_BUDGET_OUT_OF_RANGE')
+        const grant = grantOf(creator, body, defaults)
+        // A stored creator revoked meanwhile creates nothing (and one revoked later takes this key with it).
+        if (creator.stored && !(await repos.apiKeys.creatorUsable(creator.id))) throw appError('SECURITY_AUTH_REQUIRED')
         const key = await repos.apiKeys.create(
-          {
-            id: body.id,
-            prefix: issued.prefix,
-            digest: issued.digest,
-            ...grant,
-            rateLimit: body.rate_limit ?? null,
-            maxConcurrentRequests: body.max_concurrent_requests ?? null,
-            maxBodyBytesInFlight: bytes ?? null,
-            expiresAt: body.expires_at ?? null,
-          },
+          { id: body.id, partner: creator.partner, prefix: issued.prefix, digest: issued.digest, ...grant },
           actorOf(request),
         )
         if (!key) throw appError('ADMIN_KEY_ID_TAKEN')
         return { status: 201, body: key, shownOnce: { secret: issued.secret } }
       })
       await apiKeys.sync.changed(body.id)
-      request.log.info({ key_id: request.apiKeyId, created: body.id }, 'API key created')
+      request.log.info(auditLog(request, { created: body.id }), 'API key created')
       return json
     },
 
@@ -80,46 +83,55 @@ export function createAdminKeyHandlers({
       const { limit, cursor } = request.query
       const after = cursor === undefined ? undefined : decodeCursor(cursor, (id) => KEY_ID.test(id))
       if (after === null) throw invalidQueryParameter('cursor', cursor, 'is not a cursor this service issued')
-      const page = await db.repos.apiKeys.page({ after, limit: limit ?? 20 })
+      const page = await db.repos.apiKeys.page({ after, limit: limit ?? 20, reach: reach(request) })
       return { items: page.items, next_cursor: page.next ? encodeCursor(page.next) : null }
     },
 
     async getApiKey(request) {
-      const key = await db.repos.apiKeys.get(request.params.key_id)
+      const key = await db.repos.apiKeys.get(request.params.key_id, reach(request))
       if (!key) throw appError('ADMIN_KEY_NOT_FOUND')
       return key
     },
 
     async rollApiKey(request, reply) {
+      noStore(reply)
       const { key_id } = request.params
       const issued = issueSecret()
       const overlap = request.body.expires_in_seconds ?? DEFAULT_OVERLAP_SECONDS
+      let rolled = key_id
       const json = await answerIdempotently(request, reply, async ({ repos }) => {
-        const key = await repos.apiKeys.roll(key_id, issued, overlap, actorOf(request))
+        const key = await repos.apiKeys.roll(key_id, issued, overlap, actorOf(request), reach(request))
         if (key === 'missing') throw appError('ADMIN_KEY_NOT_FOUND')
         if (key === 'revoked') throw appError('ADMIN_KEY_REVOKED')
+        rolled = key.id
         return { status: 200, body: key, shownOnce: { secret: issued.secret } }
       })
-      await apiKeys.sync.changed(key_id)
-      request.log.info({ key_id: request.apiKeyId, rolled: key_id }, 'API key rolled')
+      await apiKeys.sync.changed(rolled)
+      request.log.info(auditLog(request, { rolled }), 'API key rolled')
       return json
     },
 
     // No Idempotency-Key: revoking twice is revoking once; the second answer is the same key.
     async revokeApiKey(request) {
       const { key_id } = request.params
-      const key = await db.transaction(({ repos }) => repos.apiKeys.revoke(key_id, actorOf(request)))
-      if (!key) throw appError('ADMIN_KEY_NOT_FOUND')
-      await apiKeys.sync.changed(key_id)
-      request.log.info({ key_id: request.apiKeyId, revoked: key_id }, 'API key revoked')
-      return key
+      const done = await db.transaction(({ repos }) => repos.apiKeys.revoke(key_id, actorOf(request), reach(request)))
+      if (!done) throw appError('ADMIN_KEY_NOT_FOUND')
+      // This replica re-reads them before it answers; the others on their notifications.
+      await Promise.all([...new Set([done.key.id, ...done.revoked])].map((id) => apiKeys.sync.changed(id)))
+      request.log.info(auditLog(request, { revoked: done.key.id, with_it: done.revoked.length }), 'API key revoked')
+      return done.key
     },
 
     async listAdminAudit(request) {
       const { key_id, limit, cursor } = request.query
       const before = cursor === undefined ? undefined : decodeIdCursor(cursor)
       if (before === null) throw invalidQueryParameter('cursor', cursor, 'is not a cursor this service issued')
-      const page = await db.repos.apiKeys.auditPage({ keyId: key_id, before, limit: limit ?? 20 })
+      const page = await db.repos.apiKeys.auditPage({
+        keyId: key_id,
+        before,
+        limit: limit ?? 20,
+        reach: reach(request),
+      })
       return { items: page.items, next_cursor: page.next === null ? null : encodeIdCursor(page.next) }
     },
   }

@@ -41,7 +41,10 @@ export interface HandlerDatabase {
 }
 
 export interface HandlerDeps {
-  config: Pick<Config, 'appEnv' | 'telemetryMinSessions' | 'bodyLimitBytes' | 'client'>
+  config: Pick<
+    Config,
+    'appEnv' | 'telemetryMinSessions' | 'bodyLimitBytes' | 'client' | 'rateLimitMax' | 'rateLimitWindowMs'
+  >
   db: HandlerDatabase
   /** The key registry (configured ids) and the sync of stored keys (a change applies here at once). */
   apiKeys: { registry: Pick<ApiKeyRegistry, 'isConfiguredId'>; sync: Pick<StoredKeySync, 'changed'> }

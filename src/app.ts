@@ -106,14 +106,16 @@ export async function buildApp({
   if (tracing) await tracing.register(app)
   app.decorate('tracing', tracing ?? null)
   await app.register(configPlugin, { config })
+  // Before any other onRequest hook: a request answered there (an unrouted one, a refused key)
+  // is timed too.
+  await app.register(metricsPlugin)
   await app.register(jsonBodyPlugin)
   await app.register(jsonOnlyBodiesPlugin)
   await app.register(requestIdPlugin)
   await app.register(earlyClosePlugin)
   await app.register(requestLogPlugin)
   await app.register(errorHandlerPlugin)
-  await app.register(metricsPlugin)
-  await app.register(databasePlugin, { sql: tracing ? tracing.traceSql(sql) : sql })
+  await app.register(databasePlugin, { sql })
   await app.register(idempotencyPurgePlugin)
   await app.register(telemetryLifecyclePlugin, { now: now ?? (() => new Date()) })
   await app.register(analyticsRollupPlugin, { intervalMs: config.analyticsRefreshIntervalMs })
@@ -130,7 +132,7 @@ export async function buildApp({
     config,
     db: app.db,
     apiKeys: app.apiKeys,
-    answerIdempotently: createIdempotency(app.db, config.idempotencyTtlHours, app.observeDbOperation),
+    answerIdempotently: createIdempotency(app.db, config.idempotencyTtlHours),
     isDraining: () => app.draining,
     isUnderPressure: () => app.overloaded(),
     refreshAnalytics: () =>

@@ -10,6 +10,8 @@ export interface Config {
   port: number
   host: string
   databaseUrl: string | null
+  /** DATABASE_EMBEDDED=1: qa or prod may run on the embedded database (dev does without asking). */
+  databaseEmbedded: boolean
   /** PostgreSQL connections of the pool (DATABASE_POOL_MAX); one more listens for key changes. */
   databasePoolMax: number
   /** Plain secrets from API_KEYS: full-access keys. */
@@ -90,6 +92,13 @@ function fraction(env: NodeJS.ProcessEnv, name: string, fallback: number): numbe
   return value
 }
 
+/** A switch: unset, "0" or "1". */
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = env[name]
+  if (raw && !['0', '1'].includes(raw)) throw new ConfigError(`${name} must be 0 or 1, got "${raw}"`)
+  return raw === '1'
+}
+
 function list(raw: string | undefined): string[] {
   return (raw ?? '')
     .split(',')
@@ -117,9 +126,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     )
   }
   // The provider-state route writes data with a full-access key: never in production.
-  const contractStates = env.CONTRACT_STATES === '1'
-  if (env.CONTRACT_STATES && !['0', '1'].includes(env.CONTRACT_STATES))
-    throw new ConfigError(`CONTRACT_STATES must be 0 or 1, got "${env.CONTRACT_STATES}"`)
+  const contractStates = flag(env, 'CONTRACT_STATES')
   if (contractStates && appEnv === 'prod')
     throw new ConfigError('CONTRACT_STATES=1 is for contract tests only and refused with APP_ENV=prod')
   if (contractStates && apiKeys.length === 0 && appEnv !== 'dev')
@@ -132,6 +139,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL')
   }
+  const databaseEmbedded = flag(env, 'DATABASE_EMBEDDED')
+  if (databaseUrl && databaseEmbedded)
+    throw new ConfigError('DATABASE_EMBEDDED=1 and DATABASE_URL exclude each other: set one of them')
+  // The embedded database lives in a local folder (in a container, one that goes with it): qa and
+  // prod never fall back to it by accident.
+  if (!databaseUrl && !databaseEmbedded && appEnv !== 'dev')
+    throw new ConfigError(
+      `DATABASE_URL is required when APP_ENV=${appEnv} (a postgres:// URL), or DATABASE_EMBEDDED=1 for the embedded database in PGLITE_DATA_DIR`,
+    )
   const redisUrl = env.REDIS_URL || null
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) {
     throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL')
@@ -182,6 +198,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: env.HOST || '127.0.0.1',
     databaseUrl,
+    databaseEmbedded,
     // Per replica: replicas × (this + 1, the key-change listener) must stay under PostgreSQL's max_connections (PGlite: 1).
     databasePoolMax: integer(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
     // The development key only when no key is configured at all (APP_ENV=dev).
@@ -228,4 +245,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       bestEffortFraction: fraction(env, 'LOAD_SHED_BEST_EFFORT_FRACTION', 0.5),
     },
   }
+}
+
+/**
+ * Warnings the start logs once, each one line: the development key accepted, or turned off by an
+ * API_KEYS_FILE that a developer may not know replaces it.
+ */
+export function startupWarnings(config: Config): string[] {
+  if (config.apiKeys.includes(DEV_API_KEY))
+    return [`API_KEYS is not set: APP_ENV=dev accepts the development key "${DEV_API_KEY}"`]
+  if (config.appEnv === 'dev' && config.apiKeys.length === 0 && config.apiKeyEntries.length > 0)
+    return [
+      `API_KEYS_FILE is set and API_KEYS is not: the development key "${DEV_API_KEY}" is not accepted, only the file's keys`,
+    ]
+  return []
 }

@@ -1,7 +1,7 @@
 // Process entry point: config, database (PostgreSQL or embedded PGlite), migrations, HTTP
 // server, graceful shutdown on SIGTERM/SIGINT.
 import { buildApp } from './app.js'
-import { ConfigError, DEV_API_KEY, loadConfig, type Config } from './config.js'
+import { ConfigError, loadConfig, startupWarnings, type Config } from './config.js'
 import { createClient } from './db/client.js'
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded.js'
 import { migrate } from './db/migrate.js'
@@ -19,8 +19,7 @@ async function main(config: Config) {
 
   const app = await buildApp({ config, sql, tracing, listenForKeyChanges: !embedded })
   if (embedded) app.log.info({ dataDir: config.dataDir }, 'no DATABASE_URL: using embedded PostgreSQL (PGlite)')
-  if (config.apiKeys.includes(DEV_API_KEY))
-    app.log.warn(`API_KEYS is not set: APP_ENV=dev accepts the development key "${DEV_API_KEY}"`)
+  for (const warning of startupWarnings(config)) app.log.warn(warning)
   await app.listen({ port: config.port, host: config.host })
 
   let stopping = false

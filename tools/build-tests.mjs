@@ -23,7 +23,7 @@ await build({
   outbase: '.',
   format: 'esm',
   platform: 'node',
-  target: 'node20',
+  target: 'node22',
   sourcemap: true,
   logLevel: 'warning',
 })

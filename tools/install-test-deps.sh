@@ -9,6 +9,7 @@ PACKAGES='
 redis-server     redis-server     private Redis servers (rate-limit store tests)
 haproxy          haproxy          the balancer of the scale and rolling-upgrade tests
 promtool         prometheus       the alert rules in deploy/prometheus
+prometheus-postgres-exporter prometheus-postgres-exporter  the metrics of the backup alerts (test/drills/runbook.test.ts)
 curl             curl             the README walk
 ps               procps           the pretty-log test
 git              git              releases built from their commit (rolling upgrade)

@@ -3,20 +3,20 @@
 // @hey-api/openapi-ts and orval (`headers: true`); compile each walk with `tsc --strict`; run
 // each walk through every operation against the service. Then a Prism mock of the same document
 // answers a walk without `sl-violations`. The generators live in tools/sdk (own lock file).
-// Also: the commands of docs/integrators.md run as written (npx, pinned) and their clients
-// compile under --strict; a client generated from spec/released/openapi-1.1.1.yaml passes its
+// Also: the blocks of docs/integrators.md run as written in an empty directory outside the clone
+// (npm i, pinned) and their client compiles under --strict and answers as the document says; a client generated from spec/released/openapi-1.1.1.yaml passes its
 // own walk against this service.
 import { execFileSync, spawn } from 'node:child_process'
 import { parse as parseYaml } from 'yaml'
 import { randomBytes } from 'node:crypto'
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
 import { buildApp } from '../src/app.js'
-import { loadConfig } from '../src/config.js'
+import { DEV_API_KEY, loadConfig } from '../src/config.js'
 import { createClient } from '../src/db/client.js'
 import { migrate } from '../src/db/migrate.js'
 import { projectRoot } from '../src/paths.js'
@@ -69,7 +69,8 @@ const sql = createClient(databaseUrl(name))
 // event loop for seconds; that is this tool's doing, not overload of the service.
 const app = await buildApp({
   config: loadConfig({
-    API_KEYS: 'sdk',
+    // The development key too: docs/integrators.md's client uses it, as against `make run`.
+    API_KEYS: `sdk,${DEV_API_KEY}`,
     LOG_LEVEL: 'silent',
     RATE_LIMIT_MAX: '100000',
     LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
@@ -128,53 +129,76 @@ try {
     checkWalk(`${walk} walk against the service`, await go(base, 'sdk', `${walk}-${Date.now()}`, true), expected)
   }
 
-  // docs/integrators.md: its marked shell block, run as written against this service, as a reader
-  // runs it: from a copy of the clone (its tracked files, the clone's node_modules), with an empty
-  // npm cache (npx fetches every generator) and no node_modules/.bin of this run on the PATH.
+  // docs/integrators.md: its marked shell blocks, in order, as a reader runs them: from an empty
+  // directory outside the clone, with no node_modules of this run on the PATH; the service's
+  // address is the only change. npm installs from the registry (through the machine's cache).
   const doc = readFileSync(path.join(projectRoot, 'docs/integrators.md'), 'utf8')
-  const block = /<!-- sdk-check[^>]*-->\s*```shell\n([\s\S]*?)```/.exec(doc)?.[1]
-  if (!block) throw new Error('docs/integrators.md has no sdk-check shell block')
-  const clone = mkdtempSync(path.join(os.tmpdir(), 'sdk-check-clone-'))
-  const npmCache = mkdtempSync(path.join(os.tmpdir(), 'sdk-check-npm-cache-'))
-  temporary.push(clone, npmCache)
-  const tracked = execFileSync('git', ['ls-files', 'package.json', 'tsconfig.json', 'examples/client'], {
-    cwd: projectRoot,
-    encoding: 'utf8',
-  })
-  for (const file of tracked.split('\n').filter(Boolean)) {
-    mkdirSync(path.dirname(path.join(clone, file)), { recursive: true })
-    copyFileSync(path.join(projectRoot, file), path.join(clone, file))
-  }
-  symlinkSync(path.join(projectRoot, 'node_modules'), path.join(clone, 'node_modules'))
+  const blocks = [...doc.matchAll(/<!-- sdk-check[^>]*-->\s*```shell\n([\s\S]*?)```/g)].map((m) => m[1]!)
+  if (blocks.length === 0) throw new Error('docs/integrators.md has no sdk-check shell block')
+  const reader = mkdtempSync(path.join(os.tmpdir(), 'sdk-check-reader-'))
+  temporary.push(reader)
   writeFileSync(
-    path.join(clone, 'commands.sh'),
-    `set -euo pipefail\ncd '${clone}'\n${block.replaceAll('http://localhost:3000', base)}`,
+    path.join(reader, '.commands.sh'),
+    `set -euo pipefail\ncd '${reader}'\n${blocks.join('').replaceAll('http://localhost:3000', base)}`,
   )
+  // Installed tools' folders (node_modules/.bin) left out; a Node.js the Makefile put first stays.
   const readerPath = (process.env.PATH ?? '')
     .split(path.delimiter)
-    .filter((dir) => !dir.includes(`${path.sep}node_modules${path.sep}`))
+    .filter((dir) => !dir.includes(`${path.sep}node_modules${path.sep}.bin`))
     .join(path.delimiter)
+  const readerEnv = { ...process.env, PATH: readerPath, NODE_OPTIONS: '' }
   // Asynchronous: the commands fetch /openapi.json from this very process.
   const started = Date.now()
-  await new Promise<void>((resolve, reject) => {
-    const child = spawn('bash', [path.join(clone, 'commands.sh')], {
+  const printed = await new Promise<string>((resolve, reject) => {
+    const child = spawn('bash', [path.join(reader, '.commands.sh')], {
+      cwd: reader,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, PATH: readerPath, npm_config_cache: npmCache, NODE_OPTIONS: '' },
+      env: readerEnv,
     })
+    let stdout = ''
     let log = ''
-    child.stdout!.on('data', (d) => (log += d))
+    child.stdout!.on('data', (d) => {
+      stdout += d
+      log += d
+    })
     child.stderr!.on('data', (d) => (log += d))
     child.on('exit', (code) =>
-      code === 0 ? resolve() : reject(new Error(`docs/integrators.md commands failed:\n${log}`)),
+      code === 0 ? resolve(stdout) : reject(new Error(`docs/integrators.md commands failed:\n${log}`)),
     )
   })
+  for (const line of ['live: 200 {"status":"alive","app_env":"dev"}', 'unknown learner: 404 USER_404'])
+    if (!printed.includes(`${line}\n`))
+      throw new Error(`docs/integrators.md client did not print "${line}":\n${printed}`)
   console.log(
-    `ok   docs/integrators.md commands, as written, in a clone with an empty npm cache (${((Date.now() - started) / 1000).toFixed(1)} s)`,
+    `ok   docs/integrators.md: ${blocks.length} blocks as written in an empty directory, the client's output as the document says (${((Date.now() - started) / 1000).toFixed(1)} s)`,
   )
-  const client = path.join(clone, 'examples/client')
-  for (const generated of ['api.ts', 'hey-api/index.ts', 'orval/client.ts']) {
-    compileStrict(`${generated} from the docs/integrators.md commands`, path.join(client, generated))
+  // A request body field the service lets a client leave out is optional in the generated types.
+  const project = path.join(reader, 'study-client')
+  writeFileSync(
+    path.join(project, 'optional-fields.ts'),
+    [
+      "import type { paths } from './api.ts'",
+      "type RollBody = NonNullable<paths['/api/v1/admin/keys/{key_id}/roll']['post']['requestBody']>['content']['application/json']",
+      'export const leftOut: RollBody = {}',
+      '',
+    ].join('\n'),
+  )
+  try {
+    execFileSync(
+      'npx',
+      [
+        'tsc',
+        ...['--noEmit', '--strict', '--module', 'nodenext', '--allowImportingTsExtensions', '--skipLibCheck'],
+        'optional-fields.ts',
+      ],
+      { cwd: project, env: readerEnv, stdio: 'pipe' },
+    )
+  } catch (err) {
+    const e = err as { stdout?: Buffer; stderr?: Buffer }
+    throw new Error(`a roll request without expires_in_seconds does not compile:\n${e.stdout ?? ''}${e.stderr ?? ''}`)
   }
+  console.log('ok   openapi-typescript (default flags): a roll request body may leave expires_in_seconds out')
+  compileStrict('hey-api/index.ts from the docs/integrators.md commands', path.join(project, 'hey-api/index.ts'))
 
   // Prism does not know the spec's own `iana-time-zone` format (our Ajv enforces it).
   const prismSpec = path.join(out, 'prism-openapi.json')

@@ -25,6 +25,17 @@ export interface ApiKeyIdentity {
   readonly maxBodyBytesInFlight: number | null
   /** true for a key stored in the database (its use is recorded in last_used_at) */
   readonly stored: boolean
+  /** The partner the key belongs to: the id of its root configured key (its own id for a configured key). */
+  readonly partner: string
+  /** An API_KEYS key: acts on every key, of every partner. */
+  readonly fullAccess: boolean
+  /** When the key itself stops (epoch ms; a configured id: the last of its secrets); null: never. */
+  readonly expiresAt: number | null
+  /**
+   * The partner's root key, whose limits the partner's keys share (src/http/client-holdings.ts,
+   * the rate limit); null for a configured key, which is its own root.
+   */
+  readonly partnerRoot: ApiKeyIdentity | null
 }
 
 interface Secret {
@@ -45,8 +56,13 @@ export interface ApiKeyRegistry {
   identify(candidate: unknown, now?: number): ApiKeyIdentity | null
   /** Number of configured secrets. */
   readonly size: number
-  /** Whether `id` belongs to a configured key, or has the id form of API_KEYS keys. */
+  /** Whether `id` (compared without case) belongs to a configured key, or has the id form of API_KEYS keys. */
   isConfiguredId(id: string): boolean
+  /**
+   * The root of partner `id`: its configured key, or (no longer configured) a root with the
+   * service's defaults, so that the partner's keys still share one budget.
+   */
+  partnerRoot(id: string): ApiKeyIdentity
   /** Every stored key's secrets, replacing all (after (re)connecting to the change channel). */
   replaceStored(secrets: readonly StoredSecret[]): void
   /** One stored key's secrets now (none: revoked, expired or gone), replacing what it had. */
@@ -84,12 +100,27 @@ export function createApiKeyRegistry(
       maxConcurrentRequests: null,
       maxBodyBytesInFlight: null,
       stored: false,
+      partner: legacyKeyId(plain),
+      fullAccess: true,
+      expiresAt: null,
+      partnerRoot: null,
     })
     add(digest.toString('hex'), { digest, identity, expiresAt: null }, `API_KEYS key ${identity.id}`)
   }
+  // Keyed by the lower-cased id: ids compare without case.
   const identities = new Map<string, ApiKeyIdentity>()
+  for (const { identity } of secrets.values()) identities.set(identity.id.toLowerCase(), identity)
+  // A configured id lives as long as its longest-lived secret (a rotation's entries may differ).
+  const lives = new Map<string, number | null>()
   for (const entry of entries) {
-    let identity = identities.get(entry.id)
+    const before = lives.get(entry.id)
+    lives.set(
+      entry.id,
+      before === null || entry.expiresAt === null ? null : Math.max(before ?? entry.expiresAt, entry.expiresAt),
+    )
+  }
+  for (const entry of entries) {
+    let identity = identities.get(entry.id.toLowerCase())
     if (!identity) {
       identity = Object.freeze({
         id: entry.id,
@@ -99,8 +130,12 @@ export function createApiKeyRegistry(
         maxConcurrentRequests: entry.maxConcurrentRequests,
         maxBodyBytesInFlight: entry.maxBodyBytesInFlight,
         stored: false,
+        partner: entry.id,
+        fullAccess: false,
+        expiresAt: lives.get(entry.id)!,
+        partnerRoot: null,
       })
-      identities.set(entry.id, identity)
+      identities.set(entry.id.toLowerCase(), identity)
     }
     add(
       entry.secretSha256,
@@ -112,7 +147,30 @@ export function createApiKeyRegistry(
   // Stored keys: by digest for the lookup, and each key's digests to replace them by key.
   let stored = new Map<string, Secret>()
   let storedByKey = new Map<string, string[]>()
-  const isConfiguredId = (id: string) => identities.has(id) || LEGACY_ID.test(id)
+  const isConfiguredId = (id: string) => identities.has(id.toLowerCase()) || LEGACY_ID.test(id)
+  const absentRoots = new Map<string, ApiKeyIdentity>()
+  const partnerRoot = (id: string): ApiKeyIdentity => {
+    const configured = identities.get(id.toLowerCase())
+    if (configured) return configured
+    let absent = absentRoots.get(id)
+    if (!absent) {
+      absent = Object.freeze({
+        id,
+        scopes: new Set<string>(),
+        systems: null,
+        rateLimit: null,
+        maxConcurrentRequests: null,
+        maxBodyBytesInFlight: null,
+        stored: false,
+        partner: id,
+        fullAccess: false,
+        expiresAt: null,
+        partnerRoot: null,
+      })
+      absentRoots.set(id, absent)
+    }
+    return absent
+  }
   const addStored = (secret: StoredSecret) => {
     const hex = secret.digest.toString('hex')
     // A stored key never shadows a configured one (the admin operations refuse such an id).
@@ -148,6 +206,7 @@ export function createApiKeyRegistry(
   return {
     size: secrets.size,
     isConfiguredId,
+    partnerRoot,
     replaceStored(all) {
       recent = new Map()
       stored = new Map()
@@ -165,6 +224,9 @@ export function createApiKeyRegistry(
       const found = remembered(candidate)
       // Expired answers exactly like unknown: the caller learns nothing about the key.
       if (!found || (found.expiresAt !== null && found.expiresAt <= now)) return null
+      // A stored key stops with its partner's root, whenever the root's configured life ends.
+      const root = found.identity.partnerRoot
+      if (root !== null && root.expiresAt !== null && root.expiresAt <= now) return null
       return found.identity
     },
   }

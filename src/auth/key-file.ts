@@ -189,6 +189,11 @@ export function parseKeyFile(text: string, name = 'API_KEYS_FILE'): KeyFileEntry
     secrets.set(entry.secretSha256, index)
     // A rotation keeps one identity: both secrets must grant exactly the same.
     const first = firstOfId.get(entry.id)
+    const sameButCase = [...firstOfId.keys()].find(
+      (id) => id !== entry.id && id.toLowerCase() === entry.id.toLowerCase(),
+    )
+    if (sameButCase !== undefined)
+      throw new KeyFileError(`${where}: "id" differs from "${sameButCase}" only by case (ids compare without case)`)
     if (first) {
       for (const [field, label] of LABELS) {
         if (!isDeepStrictEqual(first.entry[field], entry[field])) {

@@ -47,6 +47,10 @@ export async function startStoredKeySync(options: StoredKeySyncOptions): Promise
         maxConcurrentRequests: row.max_concurrent_requests,
         maxBodyBytesInFlight: bytes === null ? null : Math.min(Math.max(bytes, bodyBytesRange.min), bodyBytesRange.max),
         stored: true,
+        partner: row.partner,
+        fullAccess: false,
+        expiresAt: row.key_expires_at?.getTime() ?? null,
+        partnerRoot: registry.partnerRoot(row.partner),
       })
       identities.set(row.key_id, identity)
     }

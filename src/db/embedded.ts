@@ -4,6 +4,7 @@ import { mkdir } from 'node:fs/promises'
 import { PGlite } from '@electric-sql/pglite'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 import { lockDataDir } from './data-dir-lock.js'
+import { checkDataDirVersion } from './embedded-version.js'
 
 export interface EmbeddedDatabase {
   url: string
@@ -16,6 +17,7 @@ export async function startEmbeddedDatabase(dataDir: string, port = 0): Promise<
   // A crash or an exit without stop() still frees the folder for the next start.
   process.once('exit', release)
   try {
+    checkDataDirVersion(dataDir)
     const db = await PGlite.create(dataDir)
     const server = new PGLiteSocketServer({
       db,

@@ -76,9 +76,6 @@ export interface ReadThenWrite<R, Q extends Row, T> extends Partial<Read<R, Q>> 
   unwritten?(): unknown
 }
 
-/** The label of a write in one statement in db_operation_duration_seconds. */
-const WRITE_OPERATION = 'idempotency.writeWithAnswer'
-
 /** Decisions a write in one statement makes before it answers 409: each lost to a concurrent write. */
 export const MAX_DECISIONS = 8
 
@@ -103,30 +100,10 @@ export interface IdempotencyDatabase<Tx extends { sql: Db }> {
   transaction<R>(work: (tx: Tx) => Promise<R>, close: (tx: Tx, result: R) => PendingQuery<Row[]>): Promise<R>
 }
 
-/** Times a statement of the module for db_operation_duration_seconds (operation, seconds). */
-export type ObserveStatement = (operation: string, seconds: number) => void
-
 export function createIdempotency<Tx extends { sql: Db }>(
   db: IdempotencyDatabase<Tx>,
   ttlHours: number,
-  observe: ObserveStatement = () => {},
 ): AnswerIdempotently<Tx> {
-  const timedWrite = async (
-    statement: PendingQuery<Row[]>,
-    who: RecordKey,
-    hash: string,
-    status: number,
-    json: string,
-    alongside?: PendingQuery<Row[]>,
-  ) => {
-    const started = performance.now()
-    try {
-      return await writeWithAnswer(db.sql, statement, who, hash, status, json, ttlHours, alongside)
-    } finally {
-      observe(WRITE_OPERATION, (performance.now() - started) / 1000)
-    }
-  }
-
   return async function answerIdempotently<R, T>(
     request: FastifyRequest,
     reply: FastifyReply,
@@ -179,7 +156,16 @@ export function createIdempotency<Tx extends { sql: Db }>(
         const json = serialize(decided.status, decided.body)
         let wrote: boolean
         try {
-          wrote = await timedWrite(decided.statement, who, hash, decided.status, json, decided.alongside)
+          wrote = await writeWithAnswer(
+            db.sql,
+            decided.statement,
+            who,
+            hash,
+            decided.status,
+            json,
+            ttlHours,
+            decided.alongside,
+          )
         } catch (err) {
           if (!isKeyTaken(err)) throw plan.failed ? plan.failed(err) : err
           // A record holds the triple: a twin's answer, or an expired one the purge has not

@@ -1,7 +1,6 @@
-// All repositories over one executor (the pool or a transaction), each call timed for
-// db_operation_duration_seconds under the label `<repository>.<function>`.
+// All repositories over one executor (the pool or a transaction). Their statements are timed
+// for db_operation_duration_seconds from postgres.js's diagnostics channel (src/plugins/app/database.ts).
 import type { Db } from '../db/client.js'
-import type { PoolUsage } from '../db/pool-usage.js'
 import { createApiKeyRepository } from './api-keys.js'
 import { createConspectusRepository } from './conspectuses.js'
 import { createErrorLogRepository } from './error-logs.js'
@@ -10,38 +9,8 @@ import { createTelemetryRepository } from './telemetry.js'
 import { createTelemetryAnalyticsRepository } from './telemetry-analytics.js'
 import { createUserRepository } from './users.js'
 
+/** Records one statement's duration under its name (`SELECT users`) in db_operation_duration_seconds. */
 export type ObserveDbOperation = (operation: string, seconds: number) => void
-
-/** Each repository's functions with their operation labels, listed on its first build (a factory's functions are fixed). */
-const operationsOf = new Map<string, [fn: string, operation: string][]>()
-
-function instrument<T extends Record<string, (...args: never[]) => Promise<unknown>>>(
-  name: string,
-  repository: T,
-  observe: ObserveDbOperation,
-  usage: PoolUsage | undefined,
-): T {
-  let operations = operationsOf.get(name)
-  if (operations === undefined) {
-    operations = Object.keys(repository).map((fn) => [fn, `${name}.${fn}`])
-    operationsOf.set(name, operations)
-  }
-  const timed = {} as Record<string, unknown>
-  for (const [fn, operation] of operations) {
-    const impl = repository[fn]!
-    timed[fn] = async (...args: never[]) => {
-      const start = performance.now()
-      if (usage) usage.inFlight++
-      try {
-        return await impl(...args)
-      } finally {
-        if (usage) usage.inFlight--
-        observe(operation, (performance.now() - start) / 1000)
-      }
-    }
-  }
-  return timed as T
-}
 
 const factories = {
   users: createUserRepository,
@@ -58,15 +27,10 @@ export type Repositories = { [Name in keyof typeof factories]: ReturnType<(typeo
 /** Repositories over `db`, each built on first use: a transaction pays only for those it touches. */
 class LazyRepositories {
   readonly #built: Partial<Repositories> = {}
-  constructor(
-    readonly db: Db,
-    readonly observe: ObserveDbOperation,
-    readonly usage?: PoolUsage,
-  ) {}
+  constructor(readonly db: Db) {}
 
   #get<Name extends keyof Repositories>(name: Name): Repositories[Name] {
-    const built =
-      this.#built[name] ?? (instrument(name, factories[name](this.db), this.observe, this.usage) as Repositories[Name])
+    const built = this.#built[name] ?? (factories[name](this.db) as Repositories[Name])
     this.#built[name] = built
     return built
   }
@@ -93,6 +57,6 @@ class LazyRepositories {
   }
 }
 
-export function createRepositories(db: Db, observe: ObserveDbOperation, usage?: PoolUsage): Repositories {
-  return new LazyRepositories(db, observe, usage)
+export function createRepositories(db: Db): Repositories {
+  return new LazyRepositories(db)
 }

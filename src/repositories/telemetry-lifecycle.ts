@@ -3,7 +3,7 @@
 // Partition DDL runs with a short lock_timeout: it needs a brief lock that ingest also takes,
 // and waiting in the lock queue would hold every insert behind it. The caller retries.
 // `sql` is one reserved connection (src/telemetry/lifecycle.ts holds the replicas' advisory lock on it).
-import type { Sql } from '../db/client.js'
+import type { Db, Sql } from '../db/client.js'
 
 export const DAY_MS = 86_400_000
 const PARENT = 'docs_search_events'
@@ -76,7 +76,7 @@ export const isLockTimeout = (err: unknown) => (err as { code?: string }).code =
 /** The statement that counts a day table's events (a test reads its plan). */
 export const countRowsStatement = (name: string) => `select count(*) as n from ${ident(name)}`
 
-export function createTelemetryLifecycleRepository(sql: Sql, lockTimeoutMs = 200) {
+export function createTelemetryLifecycleRepository(sql: Db, lockTimeoutMs = 200) {
   const lockTimeout = `${Math.max(1, Math.round(lockTimeoutMs))}ms`
 
   /** Takes a partition out of the table (catalogue only), within lock_timeout or not at all. */

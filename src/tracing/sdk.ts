@@ -4,16 +4,13 @@
 import { trace } from '@opentelemetry/api'
 import { NodeSDK } from '@opentelemetry/sdk-node'
 import type { FastifyInstance } from 'fastify'
-import type { Sql } from '../db/client.js'
 import { traceRateLimitStore, type DecisionStore } from './rate-limit.js'
 import { registerServerSpans } from './server-span.js'
-import { traceSql } from './sql.js'
+import { traceStatements } from './sql.js'
 
 export interface Tracing {
   /** Called first on the app: a server span per sampled request, trace ids on its log lines. */
   register(app: FastifyInstance): Promise<void>
-  /** The postgres.js client whose statements become child spans of the request's span. */
-  traceSql<T extends Sql>(sql: T): T
   /** The rate-limit store whose decisions become child spans. */
   traceRateLimitStore<T extends DecisionStore>(store: T): T
   /** Exports the spans still buffered; called on shutdown. */
@@ -30,10 +27,14 @@ export function startSdk(env: NodeJS.ProcessEnv): Tracing {
   })
   sdk.start()
   const tracer = trace.getTracer('study-service')
+  // Every statement made in a sampled request becomes a child span of the request's span.
+  const stopTracingStatements = traceStatements(tracer)
   return {
     register: async (app) => registerServerSpans(app, tracer),
-    traceSql: (sql) => traceSql(sql, tracer),
     traceRateLimitStore: (store) => traceRateLimitStore(store, tracer),
-    shutdown: () => sdk.shutdown(),
+    shutdown: () => {
+      stopTracingStatements()
+      return sdk.shutdown()
+    },
   }
 }

@@ -199,10 +199,10 @@ t.test('the list pages through every key; the audit names every action', async (
     ['key.roll', 'key.roll', 'key.roll', 'key.create'],
     'newest first, one row per action on the key',
   )
-  t.same(
-    { actor: audit.items[0].actor_key_id, request: audit.items[0].request_id },
-    { actor: legacyKeyId(API_KEY), request: requestId },
-  )
+  t.equal(audit.items[0].actor_key_id, legacyKeyId(API_KEY))
+  t.equal(audit.items[0].client_request_id, requestId, "the client's X-Request-Id, marked as the client's")
+  t.match(audit.items[0].request_id, /^[0-9a-f-]{36}$/, "the request id is the server's own")
+  t.not(audit.items[0].request_id, requestId, 'never the one the client chose')
   const all: { action: string }[] = []
   let next: string | null = null
   do {

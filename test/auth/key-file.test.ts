@@ -118,3 +118,10 @@ t.test('the registry: the file entry that repeats an API_KEYS secret is named; n
   t.equal(registry.size, 1)
   t.equal(registry.identify(''), null)
 })
+
+t.test('ids compare without case: two ids that differ only by case stop the start', async (t) => {
+  t.throws(() => parseKeyFile(JSON.stringify([ok, { id: 'ACME', secret_sha256: sha256('ssk_two') }])), {
+    constructor: KeyFileError,
+    message: /entry 1 \(id "ACME"\): "id" differs from "acme" only by case/,
+  })
+})

@@ -6,11 +6,12 @@ import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { projectRoot } from '../../src/paths.js'
 import { type ApiKeyIdentity, type StoredSecret, createApiKeyRegistry, legacyKeyId } from '../../src/auth/api-keys.js'
 import { parseKeyFile } from '../../src/auth/key-file.js'
 import { ConfigError, DEV_API_KEY, loadConfig } from '../../src/config.js'
-import { makeKey } from '../../tools/make-key.js'
+import { makeKey } from '../../src/auth/make-key.js'
 import { sha256, writeKeyFile, writeRawKeyFile } from '../helpers/keys.js'
 
 const HASH = sha256('ssk_one')
@@ -71,6 +72,10 @@ t.test('a stored secret that answered before: revoked or rolled away, 401 at onc
     maxConcurrentRequests: null,
     maxBodyBytesInFlight: null,
     stored: true,
+    partner: 'configured',
+    fullAccess: false,
+    expiresAt: null,
+    partnerRoot: null,
   })
   const secret = (plain: string, expiresAt: number | null = null): StoredSecret => ({
     digest: Buffer.from(sha256(plain), 'hex'),
@@ -173,7 +178,7 @@ t.test('a malformed file stops the start with one line naming the entry and the 
 t.test('API_KEYS_FILE alone is enough in qa and prod; no development key then', async (t) => {
   const file = await writeKeyFile(t, [{ id: 'acme', secret: 'ssk_x' }])
   for (const APP_ENV of ['qa', 'prod', 'dev']) {
-    const config = loadConfig({ APP_ENV, API_KEYS_FILE: file })
+    const config = loadConfig({ APP_ENV, API_KEYS_FILE: file, DATABASE_URL: 'postgres://db.example/study' })
     t.same(config.apiKeys, [], `${APP_ENV}: no plain keys`)
     t.equal(config.apiKeyEntries.length, 1)
   }
@@ -209,7 +214,8 @@ t.test(
     const run = (env: Record<string, string>) =>
       execFileSync(
         process.execPath,
-        [path.join(projectRoot, 'node_modules/tsx/dist/cli.mjs'), path.join(projectRoot, 'tools/make-key.ts')],
+        // The key maker as the service's build has it (make key runs dist/src/auth/make-key.js).
+        [fileURLToPath(new URL('../../src/auth/make-key.js', import.meta.url))],
         {
           cwd: dir,
           env: { PATH: process.env.PATH, ...env },
@@ -234,7 +240,11 @@ t.test(
       [entries[0]],
       'the document shows the file as written',
     )
-    const config = loadConfig({ APP_ENV: 'prod', API_KEYS_FILE: path.join(dir, 'partner-keys.json') })
+    const config = loadConfig({
+      APP_ENV: 'prod',
+      API_KEYS_FILE: path.join(dir, 'partner-keys.json'),
+      DATABASE_URL: 'postgres://db.example/study',
+    })
     const registry = createApiKeyRegistry([], config.apiKeyEntries)
     t.same(
       secrets.map((s) => registry.identify(s!)?.id),
@@ -245,3 +255,48 @@ t.test(
     t.equal(readFileSync(path.join(dir, 'partner-keys.json'), 'utf8'), text, 'and leaves the file as it was')
   },
 )
+
+t.test("a stored key belongs to its partner's root and stops when the root's configured life ends", async (t) => {
+  const ends = Date.parse('2030-01-01T00:00:00Z')
+  const registry = createApiKeyRegistry(
+    ['full'],
+    parseKeyFile(
+      JSON.stringify([
+        { id: 'Root', secret_sha256: sha256('root-old'), expires_at: '2029-06-01T00:00:00Z' },
+        { id: 'Root', secret_sha256: sha256('root-new'), expires_at: new Date(ends).toISOString() },
+      ]),
+    ),
+  )
+  const root = registry.partnerRoot('root')
+  t.equal(root.id, 'Root', 'found without case')
+  t.equal(root.expiresAt, ends, 'a configured id lives as long as its last secret')
+  t.ok(registry.isConfiguredId('ROOT'))
+  t.equal(registry.identify('full')!.fullAccess, true, 'an API_KEYS key acts on every key')
+  t.equal(registry.identify('root-new')!.partner, 'Root', 'a configured key is its own root')
+  const identity: ApiKeyIdentity = Object.freeze({
+    id: 'child',
+    scopes: new Set(['users:read']),
+    systems: null,
+    rateLimit: null,
+    maxConcurrentRequests: null,
+    maxBodyBytesInFlight: null,
+    stored: true,
+    partner: 'Root',
+    fullAccess: false,
+    expiresAt: null,
+    partnerRoot: root,
+  })
+  registry.replaceStored([{ digest: Buffer.from(sha256('child'), 'hex'), expiresAt: null, identity }])
+  t.equal(registry.identify('child', ends - 1), identity, 'in use while its root is')
+  t.equal(registry.identify('child', ends), null, "stops at its root's expiry")
+  const gone = registry.partnerRoot('removed')
+  t.same(
+    {
+      id: gone.id,
+      limits: [gone.rateLimit, gone.maxConcurrentRequests, gone.maxBodyBytesInFlight],
+      expiresAt: gone.expiresAt,
+    },
+    { id: 'removed', limits: [null, null, null], expiresAt: null },
+    "a root no longer configured: the service's defaults, shared by its keys",
+  )
+})

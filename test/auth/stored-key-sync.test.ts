@@ -45,6 +45,7 @@ async function createKey(id: string, fields: Partial<NewApiKey> = {}): Promise<s
     createApiKeyRepository(tx as unknown as Sql).create(
       {
         id,
+        partner: 'test',
         prefix: secret.slice(0, 8),
         digest: Buffer.from(sha256(secret), 'hex'),
         scopes: ['users:read'],
@@ -98,7 +99,7 @@ t.test('with a LISTEN: read at start, then a change committed elsewhere arrives'
   await waitFor('the new key by its notification', () => registry.identify(later) !== null)
   t.equal(registry.identify(later)!.stored, true)
   const revoked = await sql.begin((tx) =>
-    createApiKeyRepository(tx as unknown as Sql).revoke('later', { keyId: 'test', requestId: randomUUID() }),
+    createApiKeyRepository(tx as unknown as Sql).revoke('later', { keyId: 'test', requestId: randomUUID() }, 'all'),
   )
   t.ok(revoked)
   await waitFor('the revocation by its notification', () => registry.identify(later) === null)

@@ -44,6 +44,7 @@ export async function buildTestApp(
   const config = loadConfig({
     API_KEYS: `${API_KEY},test-key-2`,
     APP_ENV: 'dev',
+    DATABASE_URL: db.url,
     LOG_LEVEL: 'silent',
     RATE_LIMIT_MAX: '100000',
     ...NO_LOAD_SHEDDING,

@@ -19,10 +19,13 @@ t.test('a review that meets its note changed after the read decides again from t
   const note = await createConspectus(api, owner, { title: 'before' })
   // Another writer holds the note's row: the review reads it (a read is not blocked), then its
   // UPDATE waits for that writer, which changes the title and commits.
+  // Statements are timed by name (src/db/statement-names.ts): the review's write with its answer
+  // (`with written as (update conspectuses ...) insert into idempotency_records ...`) is one
+  // `UPDATE conspectuses`, and so is the other writer's update below.
   const timedWrites = async () => {
     const metrics = (await api.app.inject({ method: 'GET', url: '/metrics' })).body
     return Number(
-      /^db_operation_duration_seconds_count\{operation="idempotency.writeWithAnswer"\} (\d+)/m.exec(metrics)?.[1],
+      /^db_operation_duration_seconds_count\{operation="UPDATE conspectuses"\} (\d+)/m.exec(metrics)?.[1] ?? 0,
     )
   }
   const writesBefore = await timedWrites()
@@ -57,8 +60,8 @@ t.test('a review that meets its note changed after the read decides again from t
   t.same(JSON.parse(record!.response_body), answer.json(), 'the stored answer is the one sent')
   t.equal(
     (await timedWrites()) - writesBefore,
-    2,
-    'both statements of the review timed, the one that wrote nothing too',
+    3,
+    "the other writer's update and both statements of the review timed, the one that wrote nothing too",
   )
 })
 

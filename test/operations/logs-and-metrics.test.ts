@@ -21,6 +21,8 @@ import { waitFor } from '../helpers/wait.js'
 const KEY = 'ops-key-1'
 const OTHER_KEY = 'ops-key-2'
 const version = JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')).version as string
+const contractVersion = JSON.parse(readFileSync(path.join(projectRoot, 'generated/openapi.json'), 'utf8')).info
+  .version as string
 
 /** The value of one sample line of the Prometheus text, or undefined when absent. */
 function sample(text: string, name: string, labels = ''): number | undefined {
@@ -100,7 +102,11 @@ t.test('request log lines and /metrics after a walk through successes and errors
 
   const text = (await app.inject({ method: 'GET', url: '/metrics' })).body
   t.equal(
-    sample(text, 'study_service_build_info', `version="${version}",node_version="${process.version}",commit=""`),
+    sample(
+      text,
+      'study_service_build_info',
+      `version="${version}",contract_version="${contractVersion}",node_version="${process.version}",commit=""`,
+    ),
     1,
   )
   t.equal(sample(text, 'http_errors_total', 'status="404",code="USER_404",key="USER_NOT_FOUND"'), 1)

@@ -23,6 +23,7 @@ async function startService(t: Test, env: Record<string, string>) {
   const db = await createTestDatabase(t)
   const config = loadConfig({
     API_KEYS: KEY,
+    DATABASE_URL: db.url,
     LOG_LEVEL: 'silent',
     RATE_LIMIT_MAX: '100000',
     LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
@@ -157,6 +158,12 @@ t.test('the state route exists only for contract tests, never in production', as
     payload: { state: 'a user exists', params: {} },
   })
   t.equal(res.statusCode, 404, 'absent without CONTRACT_STATES=1')
-  t.throws(() => loadConfig({ APP_ENV: 'prod', API_KEYS: KEY, CONTRACT_STATES: '1' }), /refused with APP_ENV=prod/)
-  t.doesNotThrow(() => loadConfig({ APP_ENV: 'qa', API_KEYS: KEY, CONTRACT_STATES: '1' }))
+  t.throws(
+    () =>
+      loadConfig({ APP_ENV: 'prod', API_KEYS: KEY, DATABASE_URL: 'postgres://db.example/study', CONTRACT_STATES: '1' }),
+    /refused with APP_ENV=prod/,
+  )
+  t.doesNotThrow(() =>
+    loadConfig({ APP_ENV: 'qa', API_KEYS: KEY, DATABASE_URL: 'postgres://db.example/study', CONTRACT_STATES: '1' }),
+  )
 })

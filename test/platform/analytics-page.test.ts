@@ -47,6 +47,8 @@ for (let d = 0; d < 7; d++) {
   if (d % 2 === 0) for (const s of ['s1', 's2']) search(dayMs, 'SSO  setup', s, 0)
 }
 search(today, 'jane@example.com', 'visitor', 0)
+// Searches sent with spaces for text, by two sessions: listed under an empty query.
+for (const s of ['s1', 's2']) search(today, '   ', s, 3)
 const searches = events.filter((e) => e.event === 'search_query')
 const clicks = events.filter((e) => e.event === 'search_result_click')
 const res = await fetch(`${server.base}/api/v1/telemetry/docs-search/batch`, {
@@ -108,11 +110,16 @@ t.test('the analytics page in headless Chromium', async (t) => {
       [
         ['install', String(install), '0', String(clicks.length)],
         ['sso setup', String(sso), String(sso), '0'],
+        ['(no text)', '2', '0', '0'],
       ],
-      'normalised queries; the one-visitor search is not listed',
+      'normalised queries, a search without text labelled; the one-visitor search is not listed',
     )
     t.same(await rows('no-results'), [['sso setup', String(sso)]])
-    t.same(await rows('no-clicks'), [['install', String(install - clicks.length)]])
+    t.same(await rows('no-clicks'), [
+      ['install', String(install - clicks.length)],
+      ['(no text)', '2'],
+    ])
+    t.equal(await page.$eval('#empty', (e) => (e as HTMLElement).hidden), true, 'no empty-state note with data')
     const positions = await rows('positions')
     t.equal(positions.length, 12)
     for (const rank of [1, 2, 3])
@@ -139,6 +146,25 @@ t.test('the analytics page in headless Chromium', async (t) => {
     await fresh.goto(`${server.base}/analytics`)
     t.equal(await fresh.$eval('#key', (e) => (e as HTMLInputElement).value), '', 'another tab asks again')
     await other.close()
+  })
+
+  t.test('days with no search yet: the page says what to do, and each list says none', async (t) => {
+    const page = await browser.newPage()
+    await page.goto(`${server.base}/analytics`)
+    await page.type('#key', 'page-key')
+    await page.$eval('#from', (e) => ((e as HTMLInputElement).value = '2020-01-01'))
+    await page.$eval('#to', (e) => ((e as HTMLInputElement).value = '2020-01-07'))
+    await page.click('button[type=submit]')
+    await page.waitForSelector('#results:not([hidden])')
+    t.equal(await page.$eval('#empty', (e) => (e as HTMLElement).hidden), false, 'the empty-state note shows')
+    t.match(await page.$eval('#empty', (e) => e.textContent), /No searches in these days yet[\s\S]*telemetry:ingest/)
+    for (const table of ['top-searches', 'no-results', 'no-clicks'])
+      t.same(
+        await page.$$eval(`#${table} tbody td`, (tds) => tds.map((td) => td.textContent)),
+        ['None in these days.'],
+        `${table}: none`,
+      )
+    t.equal(await page.$eval('#total-queries', (e) => e.textContent), '0')
   })
 
   t.test('a key without telemetry:read or a bad key: the page says so and shows no data', async (t) => {

@@ -8,7 +8,7 @@ import { buildApp } from '../../src/app.js'
 import { ConfigError, loadConfig } from '../../src/config.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { fileEntry, writeKeyFile, writeRawKeyFile } from '../helpers/keys.js'
-import { makeKey } from '../../tools/make-key.js'
+import { makeKey } from '../../src/auth/make-key.js'
 import { postNewUser, settled, stallRequest } from '../helpers/stalled-request.js'
 
 const BODY_LIMIT = 4096

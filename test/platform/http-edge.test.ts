@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto'
 import pino from 'pino'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
+import { type OperationInfo, operations } from '../../generated/operations.js'
 import { createTestDatabase } from '../helpers/database.js'
 
 const REQUEST_TIMEOUT_MS = 1000
@@ -202,6 +203,24 @@ t.test(
     t.equal(missing.json().code, 'COMMON_404')
   },
 )
+
+t.test('HEAD answers 405 with Allow on every GET route, the pages outside the contract too', async (t) => {
+  const uuid = randomUUID()
+  const contractGets = (Object.values(operations) as OperationInfo[])
+    .filter((op) => op.method === 'GET')
+    .map((op) => op.path.replace(/\{[a-z_]+\}/g, (name) => (name.includes('uuid') ? uuid : 'x')))
+  const pages = ['/docs', '/docs/json', '/docs/static/index.html', '/analytics', '/analytics/app.js', '/metrics']
+  t.ok(contractGets.length > 15, `${contractGets.length} GET operations`)
+  for (const url of [...contractGets, ...pages]) {
+    t.equal((await app.inject({ method: 'GET', url })).statusCode === 404, false, `GET ${url} is a route`)
+    const head = await app.inject({ method: 'HEAD', url, headers: { 'x-api-key': 'edge-key' } })
+    t.equal(head.statusCode, 405, `HEAD ${url}`)
+    t.match(head.headers.allow, /^GET\b.*OPTIONS$/, `HEAD ${url}: Allow names GET`)
+    t.equal(head.body, '', `HEAD ${url}: no body`)
+  }
+  const unknown = await app.inject({ method: 'HEAD', url: '/nothing-here' })
+  t.equal(unknown.statusCode, 404, 'a path that does not exist stays 404')
+})
 
 t.test(
   'a client that aborts an upload is logged at info as "client aborted", never as a database outage',

@@ -9,7 +9,13 @@ import { createTestDatabase } from '../helpers/database.js'
 
 const db = await createTestDatabase(t)
 const app = await buildApp({
-  config: loadConfig({ API_KEYS: 'states-key', CONTRACT_STATES: '1', APP_ENV: 'qa', LOG_LEVEL: 'silent' }),
+  config: loadConfig({
+    API_KEYS: 'states-key',
+    CONTRACT_STATES: '1',
+    APP_ENV: 'qa',
+    DATABASE_URL: db.url,
+    LOG_LEVEL: 'silent',
+  }),
   sql: db.sql,
   logger: false,
 })

@@ -7,7 +7,7 @@ import t, { type Test } from 'tap'
 import { Writable } from 'node:stream'
 import pino from 'pino'
 import postgres from 'postgres'
-import type { Sql } from '../../src/db/client.js'
+import type { Db, Sql } from '../../src/db/client.js'
 import {
   archiveName,
   archiveNames,
@@ -24,7 +24,7 @@ const MIDNIGHT = Date.UTC(2026, 10, 22) // a day's start: the horizon and the li
 const LOCK_ID = 7_346_110_233 // the replicas' advisory lock (src/telemetry/lifecycle.ts)
 
 /** A lifecycle over a fresh database, its clock set by the test, its log lines kept. */
-async function lifecycleOn(t: Test, options: Partial<LifecycleOptions> = {}, wrap = (sql: Sql) => sql) {
+async function lifecycleOn(t: Test, options: Partial<LifecycleOptions> = {}, wrap = (sql: Db) => sql) {
   const db = await createTestDatabase(t)
   let now = MIDNIGHT
   const lines: Record<string, unknown>[] = []
@@ -167,7 +167,7 @@ t.test('a day archived already whose partition came back stays a partition until
 t.test('DDL that keeps giving way to a lock is tried `attempts` times, logged, and left to the next run', async (t) => {
   let detaches = 0
   // Counts the detach statements the lifecycle sends on its connection (the rest passes through).
-  const counting = (sql: Sql) =>
+  const counting = (sql: Db) =>
     new Proxy(sql, {
       get(target, property, receiver) {
         const value = Reflect.get(target, property, receiver)
@@ -319,7 +319,7 @@ t.test("the statements that change a session setting put it back on the lifecycl
   await sql.unsafe(`insert into ${today} (event, emitted_at_ms, session_id)
                     select 'search_query', ${MIDNIGHT} + i, 's' || i from generate_series(1, 50) i`)
   await sql.unsafe(`vacuum analyze ${today}`)
-  const settings = async (on: Sql) =>
+  const settings = async (on: Db) =>
     (await on`select current_setting('enable_seqscan') as seqscan, current_setting('statement_timeout') as timeout`)[0]
   const before = await settings(sql)
   t.same(before, { seqscan: 'on', timeout: '15s' })

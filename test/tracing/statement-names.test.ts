@@ -1,7 +1,7 @@
-// A statement span's name and attributes from its text (src/tracing/sql.ts): the operation and
+// A statement span's name and attributes from its text (src/db/statement-names.ts): the operation and
 // its table, as OpenTelemetry's database conventions name them.
 import t from 'tap'
-import { describeStatement } from '../../src/tracing/sql.js'
+import { describeStatement } from '../../src/db/statement-names.js'
 
 t.test('an operation and the table it reads or writes', async (t) => {
   t.equal(describeStatement('insert into users (a) values ($1)').name, 'INSERT users')
@@ -9,6 +9,19 @@ t.test('an operation and the table it reads or writes', async (t) => {
   t.equal(describeStatement('delete from error_logs where a = $1').name, 'DELETE error_logs')
   t.equal(describeStatement('select a from users where b = $1').name, 'SELECT users')
   t.equal(describeStatement('begin').name, 'BEGIN')
+})
+
+t.test("a day's partition is named by its pattern, its table kept as an attribute", async (t) => {
+  const drop = describeStatement('drop table docs_search_archive_20261207')
+  t.equal(
+    describeStatement('delete from docs_search_events_20261207 where a = $1').name,
+    'DELETE docs_search_events_YYYYMMDD',
+  )
+  t.equal(
+    describeStatement('delete from docs_search_events_20261207 where a = $1').attributes['db.collection.name'],
+    'docs_search_events_20261207',
+  )
+  t.equal(drop.name, 'DROP')
 })
 
 t.test('a read is named by its first table after FROM or JOIN, never by `from null`', async (t) => {

@@ -25,8 +25,21 @@
     return body
   }
 
+  // A search sent without text (or only spaces) is listed under an empty query.
+  const queryLabel = (query) => (query === '' ? '(no text)' : query)
+
   function fill(table, rows) {
     const body = $(table).querySelector('tbody')
+    if (rows.length === 0) {
+      const td = document.createElement('td')
+      td.colSpan = $(table).querySelectorAll('thead th').length
+      td.className = 'none'
+      td.textContent = 'None in these days.'
+      const tr = document.createElement('tr')
+      tr.append(td)
+      body.replaceChildren(tr)
+      return
+    }
     body.replaceChildren(
       ...rows.map((cells) => {
         const tr = document.createElement('tr')
@@ -70,6 +83,7 @@
     $('total-queries').textContent = String(total)
     $('zero-result-rate').textContent = percent(total === 0 ? null : zero / total)
     $('query-ctr').textContent = percent(total === 0 ? null : clicked / total)
+    $('empty').hidden = total > 0
     for (const plot of charts.splice(0)) plot.destroy()
     chart('volume-chart', series.points, [
       { key: 'total_queries', label: 'searches', color: '#2f6fde' },
@@ -82,10 +96,10 @@
     ])
     fill(
       'top-searches',
-      top.items.map((i) => [i.query, i.count, i.no_result_count, i.with_click_count, percent(i.click_through_rate), number(i.average_click_position)]),
+      top.items.map((i) => [queryLabel(i.query), i.count, i.no_result_count, i.with_click_count, percent(i.click_through_rate), number(i.average_click_position)]),
     )
-    fill('no-results', noResults.items.map((i) => [i.query, i.count]))
-    fill('no-clicks', noClicks.items.map((i) => [i.query, i.count]))
+    fill('no-results', noResults.items.map((i) => [queryLabel(i.query), i.count]))
+    fill('no-clicks', noClicks.items.map((i) => [queryLabel(i.query), i.count]))
     fill('positions', positions.positions.map((p) => [p.to_rank === null ? `${p.from_rank}+` : p.from_rank === p.to_rank ? p.from_rank : `${p.from_rank}–${p.to_rank}`, p.clicks]))
     $('results').hidden = false
     $('status').textContent = ''

@@ -6,7 +6,9 @@ import { createUploadRateWatch, type UploadRateWatch } from '../../http/upload-r
 /** Why a request of a client was held back (a label of http_client_refusals_total). */
 export type RefusalReason =
   | 'concurrent_requests'
+  | 'partner_concurrent_requests'
   | 'body_bytes_in_flight'
+  | 'partner_body_bytes_in_flight'
   | 'process_body_bytes_in_flight'
   | 'min_upload_rate'
   | 'load_shed'
@@ -65,7 +67,7 @@ export default fp(
       help: 'Requests a client was refused for what it holds or how it sends, and load shed, by reason and API key id ("none" without a valid key)',
       labelNames: ['reason', 'key_id'],
     })
-    // Bounded: five reasons × the configured key ids and "none". Looked up once, then kept.
+    // Bounded: seven reasons × the configured key ids and "none". Looked up once, then kept.
     const series = new Map<string, ReturnType<typeof refusals.labels>>()
     fastify.decorate('countRefusal', (reason: RefusalReason, keyId: string | null) => {
       const id = keyId ?? NO_KEY

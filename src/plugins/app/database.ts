@@ -2,6 +2,8 @@ import fp from 'fastify-plugin'
 import type { PendingQuery, Row } from 'postgres'
 import type { ReservedSql, Sql } from '../../db/client.js'
 import { PoolUsage } from '../../db/pool-usage.js'
+import { watchStatements } from '../../db/statement-channel.js'
+import { describeStatement } from '../../db/statement-names.js'
 import { createRepositories, type Repositories } from '../../repositories/index.js'
 
 /** The statement a transaction ends with, built but not sent: `transaction` sends it with COMMIT. */
@@ -42,6 +44,23 @@ export default fp<{ sql: Sql }>(
   async (fastify, { sql }) => {
     const observe = fastify.observeDbOperation
     const usage = new PoolUsage()
+    // Every statement's time and count in flight, from postgres.js's diagnostics channel: no
+    // wrapper around the client or the repositories. The channel is the process's, so a process
+    // that runs two apps (tests) counts both apps' statements in each.
+    // (Only statements seen starting are counted out: one in flight when this subscribes is not.)
+    const started = new WeakSet<object>()
+    const stopWatching = watchStatements({
+      start(statement) {
+        started.add(statement)
+        usage.inFlight++
+      },
+      asyncEnd(statement) {
+        if (!started.delete(statement)) return
+        usage.inFlight--
+        observe(describeStatement(statement.query ?? '').name, ((statement.complete ?? 0) - statement.queued) / 1000)
+      },
+    })
+    fastify.addHook('onClose', async () => stopWatching())
 
     // Pipelined (postgres.js sends statements queued on one connection without waiting for the
     // answers): BEGIN travels with work's first statement, and the closing statement with COMMIT,
@@ -61,7 +80,7 @@ export default fp<{ sql: Sql }>(
         usage.waiting--
       }
       usage.reserved++
-      const tx: Transaction = { sql: reserved, repos: createRepositories(reserved, observe, usage) }
+      const tx: Transaction = { sql: reserved, repos: createRepositories(reserved) }
       try {
         const begun = reserved`begin`.execute()
         let result: R
@@ -89,7 +108,7 @@ export default fp<{ sql: Sql }>(
       sql,
       maxConnections: sql.options.max,
       usage,
-      repos: createRepositories(sql, observe, usage),
+      repos: createRepositories(sql),
       transaction,
     }
     fastify.decorate('db', db)

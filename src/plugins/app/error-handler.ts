@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, appError, type ErrorKey } from '../../errors.js'
-import { allowedMethods } from '../../http/declared-methods.js'
+import { allowedMethods, declareServedPage } from '../../http/declared-methods.js'
 import { timedOutByServer } from '../../http/server-options.js'
 import { isDatabaseUnavailable } from '../../db/unavailable.js'
 import { RequestValidationError } from '../../validation/request-validation-error.js'
@@ -132,8 +132,10 @@ export default fp(
     const answerUnrouted = (request: FastifyRequest, reply: FastifyReply) => {
       const allow = allowedMethods(request.url.split('?')[0]!)
       if (allow === null) return sendError(reply, appError('ROUTE_NOT_FOUND'))
+      if (request.method === 'OPTIONS') return reply.code(204).header('allow', allow).send()
+      // A route of this method that sent the request on (a static file that is not there).
+      if (allow.split(', ').includes(request.method)) return sendError(reply, appError('ROUTE_NOT_FOUND'))
       reply.header('allow', allow)
-      if (request.method === 'OPTIONS') return reply.code(204).send()
       return sendError(reply, appError('METHOD_NOT_ALLOWED'))
     }
     fastify.addHook('onRequest', (request, reply, done) => {
@@ -141,6 +143,15 @@ export default fp(
       done()
     })
     fastify.setNotFoundHandler(answerUnrouted)
+    // Pages outside the contract answer unrouted methods as contract paths do. HEAD is declared
+    // nowhere (the contract says so): a plugin's own HEAD route (@fastify/static's) answers 405 too.
+    fastify.addHook('onRoute', (route) => {
+      const methods = Array.isArray(route.method) ? route.method : [route.method]
+      if (methods.includes('GET')) declareServedPage(route.url ?? route.path)
+      if (!methods.includes('HEAD')) return
+      if (methods.length === 1) route.handler = answerUnrouted
+      else route.method = methods.filter((method) => method !== 'HEAD')
+    })
   },
   { name: 'error-handler' },
 )

@@ -55,7 +55,9 @@ import { addressClient } from '../external/rate-limit.js'
  *    18. business rules
  *
  * The client is the request's API key (its id), or its address when it carries no valid key.
- * Whatever it holds (a request in progress, reserved body bytes) is given back when the
+ * A stored key's request also counts against its partner's budget (stages 1, 2 and 7): the
+ * limits of the partner's root key, held under the root's id, which the root's own requests
+ * count against too. Whatever it holds (a request in progress, reserved body bytes) is given back when the
  * response closes: answered, aborted by the client, or cut by a timeout.
  *
  * Traffic classes, for load shedding (stage 3), in the order they shed:
@@ -82,9 +84,14 @@ export function trafficClassOf(op: Pick<OperationInfo, 'public' | 'scopes'>): Tr
   return op.scopes.length > 0 && op.scopes.every((scope) => scope === 'telemetry:ingest') ? 'best-effort' : 'partner'
 }
 
-/** What a request holds until its response closes: a place among its client's requests, and its body's bytes. */
+/**
+ * What a request holds until its response closes: a place among its client's requests (and its
+ * partner's, for a stored key), and its body's bytes.
+ */
 interface Held {
   client: string
+  /** the partner's root id, when the key is not its own root */
+  partner: string | null
   bodyBytes: number
   upload: Upload | undefined
 }
@@ -109,22 +116,34 @@ export default fp(
     const giveBack = function (this: HoldingResponse) {
       const held = this[HELD]!
       holdings.leave(held.client)
+      if (held.partner !== null) holdings.leave(held.partner)
       if (held.bodyBytes === 0) return
       holdings.releaseBody(held.client, held.bodyBytes)
+      if (held.partner !== null) holdings.releaseBody(held.partner, held.bodyBytes)
       budget.release(held.bodyBytes)
       fastify.uploadRate.unwatch(held.upload)
     }
     const limitConcurrency: onRequestHookHandler = (request, reply, done) => {
-      const max = request.apiKey?.maxConcurrentRequests ?? config.client.maxConcurrentRequests
+      const key = request.apiKey
+      const max = key?.maxConcurrentRequests ?? config.client.maxConcurrentRequests
       const client = clientOf(request)
-      if (holdings.enter(client, max)) {
-        const response = reply.raw as HoldingResponse
-        response[HELD] = { client, bodyBytes: 0, upload: undefined }
-        response.on('close', giveBack)
-        return done()
+      if (!holdings.enter(client, max)) {
+        fastify.countRefusal('concurrent_requests', request.apiKeyId)
+        return done(appError('SECURITY_CONCURRENT_REQUESTS_EXCEEDED', HOLDINGS_RETRY_AFTER))
       }
-      fastify.countRefusal('concurrent_requests', request.apiKeyId)
-      done(appError('SECURITY_CONCURRENT_REQUESTS_EXCEEDED', HOLDINGS_RETRY_AFTER))
+      const root = key?.partnerRoot ?? null
+      if (
+        root !== null &&
+        !holdings.enter(root.id, root.maxConcurrentRequests ?? config.client.maxConcurrentRequests)
+      ) {
+        holdings.leave(client)
+        fastify.countRefusal('partner_concurrent_requests', request.apiKeyId)
+        return done(appError('SECURITY_CONCURRENT_REQUESTS_EXCEEDED', HOLDINGS_RETRY_AFTER))
+      }
+      const response = reply.raw as HoldingResponse
+      response[HELD] = { client, partner: root?.id ?? null, bodyBytes: 0, upload: undefined }
+      response.on('close', giveBack)
+      done()
     }
     // Named, as every stage's hook: the order-of-checks test reads the hooks by name.
     const shedder = (isShed: () => boolean): onRequestHookHandler =>
@@ -157,6 +176,14 @@ export default fp(
       if (!holdings.holdBody(held.client, bytes, max)) {
         fastify.countRefusal('body_bytes_in_flight', request.apiKeyId)
         return done(appError('SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED', HOLDINGS_RETRY_AFTER))
+      }
+      if (held.partner !== null) {
+        const root = request.apiKey!.partnerRoot!
+        if (!holdings.holdBody(held.partner, bytes, root.maxBodyBytesInFlight ?? config.client.maxBodyBytesInFlight)) {
+          holdings.releaseBody(held.client, bytes)
+          fastify.countRefusal('partner_body_bytes_in_flight', request.apiKeyId)
+          return done(appError('SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED', HOLDINGS_RETRY_AFTER))
+        }
       }
       budget.reserve(bytes)
       held.bodyBytes = bytes

@@ -2,12 +2,13 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import fp from 'fastify-plugin'
 import fastifyMetrics from 'fastify-metrics'
-import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Sql } from '../../db/client.js'
 import { projectRoot } from '../../paths.js'
 import { catalogueEntry, type ErrorKey } from '../../errors.js'
 import type { ObserveDbOperation } from '../../repositories/index.js'
-import { openApiTemplate, routeTemplate } from '../../route-template.js'
+import { routeTemplate } from '../../route-template.js'
+import { readSpec } from '../../spec.js'
 import type { AnsweredError } from '../app/error-handler.js'
 
 declare module 'fastify' {
@@ -27,8 +28,11 @@ const IDEMPOTENCY_CONFLICTS = new Set([
 /** The request pipeline's answer when the process sheds load (503 with Retry-After). */
 const LOAD_SHED = 'SERVICE_OVERLOADED'
 
+/** The service release (package.json's version; releases.json lists each one). */
 const serviceVersion = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string })
   .version
+/** The contract it serves (spec/openapi.yaml's info.version): the two move apart. */
+const contractVersion = (readSpec() as { info: { version: string } }).info.version
 
 const DB_UP_TIMEOUT_MS = 1000
 
@@ -50,10 +54,18 @@ function registerProcessGauges(fastify: FastifyInstance) {
   const client = fastify.metrics.client
   const buildInfo = new client.Gauge({
     name: 'study_service_build_info',
-    help: 'Always 1; labels: the service version, the Node.js version and the commit (BUILD_COMMIT, empty when unset)',
-    labelNames: ['version', 'node_version', 'commit'],
+    help: 'Always 1; labels: the service release (version), the contract it serves (contract_version), the Node.js version and the commit (BUILD_COMMIT, empty when unset)',
+    labelNames: ['version', 'contract_version', 'node_version', 'commit'],
   })
-  buildInfo.set({ version: serviceVersion, node_version: process.version, commit: process.env.BUILD_COMMIT ?? '' }, 1)
+  buildInfo.set(
+    {
+      version: serviceVersion,
+      contract_version: contractVersion,
+      node_version: process.version,
+      commit: process.env.BUILD_COMMIT ?? '',
+    },
+    1,
+  )
   const poolGauge = (name: string, help: string, read: (db: FastifyInstance['db']) => number) =>
     new client.Gauge({
       name,
@@ -85,14 +97,10 @@ function registerProcessGauges(fastify: FastifyInstance) {
     'Transactions waiting for a free pool connection right now',
     (db) => db.usage.waiting,
   )
-  poolGauge(
-    'db_operations_in_flight',
-    'Repository operations sent to PostgreSQL and not answered yet',
-    (db) => db.usage.inFlight,
-  )
+  poolGauge('db_operations_in_flight', 'Statements sent to PostgreSQL and not answered yet', (db) => db.usage.inFlight)
 }
 
-/** prom-client's labels() hashes the labels on every call: each series is made once per key and kept. */
+/** A labelled series is looked up by hashing its labels on every call: each is made once per key and kept. */
 function keptSeries<Args extends unknown[], Series>(make: (...args: Args) => Series) {
   const kept = new Map<string, Series>()
   return (key: string, ...args: Args): Series => {
@@ -105,14 +113,17 @@ function keptSeries<Args extends unknown[], Series>(make: (...args: Args) => Ser
   }
 }
 
+const ROUTE_HISTOGRAM = 'http_request_duration_seconds'
+
 /**
- * GET /metrics (Prometheus text): fastify-metrics serves the endpoint and the process metrics;
- * http_request_duration_seconds and http_requests_total by method, path_template (the route in
- * OpenAPI form) and status, db_operation_duration_seconds by operation, the error, aborted,
- * replay, conflict, 429 and load-shed counters, build info and the pool gauges are ours (each listed in
- * the README). Each route's hook holds its own series by status, made once and kept, so an answer
- * costs one small Map lookup, one histogram observation and an increment, and no extra onRequest
- * hook (Fastify times the reply).
+ * GET /metrics (Prometheus text): fastify-metrics serves the endpoint, the process metrics and
+ * http_request_duration_seconds (its route metrics: by method, path_template, the route in
+ * OpenAPI form or `unmatched` for a request no route matched, and status). Ours:
+ * http_requests_total (the histogram's counts, read at scrape time), db_operation_duration_seconds
+ * by statement, the error, aborted, replay, conflict, 429 and load-shed counters, build info and
+ * the pool gauges (each listed in the README). fastify-metrics' timing against the hand-built
+ * per-route series it replaced: +0.1 µs CPU per request (median of 7 paired rounds of 40 000
+ * injected requests each, spread -3.3 to +4.9 µs on a busy 2-core host).
  */
 export default fp(
   async (fastify) => {
@@ -120,29 +131,38 @@ export default fp(
       endpoint: '/metrics',
       clearRegisterOnInit: true,
       defaultMetrics: { enabled: true },
-      routeMetrics: { enabled: false },
+      routeMetrics: {
+        enabled: { histogram: true, summary: false },
+        // Every method, and requests no route matched, grouped under one label value.
+        registeredRoutesOnly: false,
+        methodBlacklist: [],
+        routeBlacklist: ['/metrics'],
+        overrides: {
+          labels: { route: 'path_template', status: 'status', getRouteLabel: routeTemplate },
+          histogram: {
+            name: ROUTE_HISTOGRAM,
+            help: 'Time to answer HTTP requests, by method, route template and status',
+            buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+          },
+        },
+      },
     })
     const client = fastify.metrics.client
-    const labelNames = ['method', 'path_template', 'status'] as const
-    const duration = new client.Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'Time to answer HTTP requests, by method, route template and status',
-      labelNames,
-    })
-    interface RouteSeries {
-      labels: { method: string; path_template: string; status: string }
-      duration: ReturnType<typeof duration.labels>
-      answered: number
-    }
-    const allRouteSeries: RouteSeries[] = []
-    // Registered for its exposition; collect() hands it the counts at scrape time.
+    // Registered by fastify-metrics even when switched off (it would show as an empty family).
+    client.register.removeSingleMetric('http_request_summary_seconds')
+    // The contract's acceptance criteria, the alerts and the dashboard name this counter; it is
+    // the histogram's _count under its own name, copied at scrape time (nothing per request).
     new client.Counter({
       name: 'http_requests_total',
       help: 'HTTP requests answered, by method, route template and status',
-      labelNames,
-      collect() {
+      labelNames: ['method', 'path_template', 'status'],
+      async collect() {
+        const histogram = client.register.getSingleMetric(ROUTE_HISTOGRAM)
         this.reset()
-        for (const series of allRouteSeries) this.inc(series.labels, series.answered)
+        if (!histogram) return
+        const { values } = await histogram.get()
+        for (const { metricName, labels, value } of values as { metricName?: string; labels: object; value: number }[])
+          if (metricName === `${ROUTE_HISTOGRAM}_count`) this.inc(labels as Record<string, string>, value)
       },
     })
     const errors = new client.Counter({
@@ -178,28 +198,11 @@ export default fp(
     registerProcessGauges(fastify)
     const dbDuration = new client.Histogram({
       name: 'db_operation_duration_seconds',
-      help: 'Duration of repository operations against PostgreSQL',
+      help: 'Duration of statements sent to PostgreSQL, from made to answered, by operation and table (SELECT users)',
       labelNames: ['operation'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     })
 
-    // One prom-client observation per answer: the duration histogram. http_requests_total is a
-    // plain count per series, handed to prom-client when /metrics is scraped (prom-client's
-    // labelled observe and inc each hash their labels on every call).
-    // Bounded: methods, registered routes (or "unmatched") and statuses are all finite sets.
-    const routeSeries = (method: string, template: string) => {
-      const byStatus = new Map<number, RouteSeries>()
-      return (status: number): RouteSeries => {
-        let series = byStatus.get(status)
-        if (series === undefined) {
-          const labels = { method, path_template: template, status: String(status) }
-          series = { labels, duration: duration.labels(labels), answered: 0 }
-          byStatus.set(status, series)
-          allRouteSeries.push(series)
-        }
-        return series
-      }
-    }
     const errorSeries = keptSeries((status: number, error: AnsweredError) =>
       errors.labels({ status: String(status), code: error.code, key: error.key }),
     )
@@ -209,42 +212,14 @@ export default fp(
     const rateLimitedSeries = routeCounter(rateLimited)
     const loadShedSeries = routeCounter(loadShed)
 
-    const observe = (
-      request: FastifyRequest,
-      reply: FastifyReply,
-      seriesFor: (status: number) => RouteSeries,
-      template: string,
-    ) => {
-      const status = reply.statusCode
-      const series = seriesFor(status)
-      series.duration.observe(reply.elapsedTime / 1000)
-      series.answered++
-      if (status >= 400) countError(request, reply, status)
-      else if (reply.hasHeader('idempotent-replayed')) replaySeries(template, template).inc()
-    }
-    // Each route registered from here on gets a hook that knows its labels: no route lookup, no
-    // label text built per answer. (GET /metrics, registered above, is not counted.)
-    fastify.addHook('onRoute', (route) => {
-      const template = openApiTemplate(route.url)
-      const byMethod = new Map([route.method].flat().map((m) => [m, routeSeries(m, template)]))
-      const seriesOf = (method: string) => {
-        let series = byMethod.get(method)
-        if (series === undefined) {
-          series = routeSeries(method, template)
-          byMethod.set(method, series)
-        }
-        return series
-      }
-      const countAnswer: onResponseHookHandler = (request, reply, done) => {
-        observe(request, reply, seriesOf(request.method), template)
-        done()
-      }
-      route.onResponse = [...[route.onResponse ?? []].flat(), countAnswer]
-    })
-    // Requests no route matched (the 404 handler's): by method, under "unmatched".
-    const unmatched = keptSeries((method: string) => routeSeries(method, 'unmatched'))
+    // The counters beside the histogram; a success that is not a replay costs one comparison.
     fastify.addHook('onResponse', (request, reply, done) => {
-      if (request.is404) observe(request, reply, unmatched(request.method, request.method), 'unmatched')
+      const status = reply.statusCode
+      if (status >= 400) countError(request, reply, status)
+      else if (reply.hasHeader('idempotent-replayed')) {
+        const template = routeTemplate(request)
+        replaySeries(template, template).inc()
+      }
       done()
     })
 

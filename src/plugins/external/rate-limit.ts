@@ -6,6 +6,7 @@ import { ADDRESS_PREFIX, SlidingWindowStore } from '../../rate-limit/sliding-win
 import { createRedisWindowClient, RedisWindowStore } from '../../rate-limit/redis-window.js'
 import * as ietf from '../../rate-limit/ietf-headers.js'
 import { existingStore } from '../../library-types.js'
+import type { ApiKeyIdentity } from '../../auth/api-keys.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -48,6 +49,10 @@ const FALLBACK_LOG_EVERY_MS = 10_000
  * security requirement (probes, metrics and docs are exempt), through `fastify.rateLimitHook`,
  * which adds the IETF RateLimit-Policy and RateLimit fields next to X-RateLimit-*. The windows
  * live in process memory, or in Redis (shared by every replica) with REDIS_URL.
+ *
+ * A stored key's request counts twice: in its own window, then (once its own accepted it) in
+ * its partner's, the window of the partner's root key under the root's quota, which the root's
+ * own requests fill too. So keys a partner creates share its rate instead of multiplying it.
  */
 export default fp(
   async (
@@ -82,6 +87,24 @@ export default fp(
       errorResponseBuilder: () => appError('SECURITY_RATE_LIMIT_EXCEEDED'),
     })
     const limit = fastify.rateLimit()
+    const rootQuota = (root: ApiKeyIdentity): RateLimitQuota => root.rateLimit ?? defaults
+    /** The partner's window: done() when it accepts, a 429 (with Retry-After) when it is full. */
+    const limitPartner = (root: ApiKeyIdentity, done: (err?: Error) => void) => {
+      const quota = rootQuota(root)
+      store.incr(
+        root.id,
+        (err, result) => {
+          if (err || result.current <= quota.max) return done()
+          done(
+            appError('SECURITY_RATE_LIMIT_EXCEEDED', {
+              'retry-after': String(Math.max(1, Math.ceil(result.ttl / 1000))),
+            }),
+          )
+        },
+        quota.windowMs,
+        quota.max,
+      )
+    }
     // The policy field is a pure function of the quota: one text per quota object (the default's
     // or a key's own), made on its first answer and kept with it.
     const policies = new WeakMap<RateLimitQuota, string>()
@@ -104,7 +127,9 @@ export default fp(
       limit.call(this, request, reply).then(
         () => {
           describe(request, reply)
-          done()
+          const root = request.apiKey?.partnerRoot
+          if (root) limitPartner(root, done)
+          else done()
         },
         (err: Error) => {
           describe(request, reply)

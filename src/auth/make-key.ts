@@ -8,8 +8,8 @@
 // appended to that file's array (the file is created when missing). Checked by the same rules as
 // the service's start-up.
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { parseKeyFile } from '../src/auth/key-file.js'
-import { issueSecret } from '../src/auth/secret.js'
+import { parseKeyFile } from './key-file.js'
+import { issueSecret } from './secret.js'
 
 export function makeKey(env: NodeJS.ProcessEnv): { secret: string; entry: Record<string, unknown> } {
   const { secret, digest } = issueSecret()
