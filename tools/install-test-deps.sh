@@ -14,6 +14,9 @@ curl             curl             the README walk
 ps               procps           the pretty-log test
 git              git              releases built from their commit (rolling upgrade)
 pgbackrest       pgbackrest       the restore drill (backups and point-in-time restore)
+patroni          patroni          the failover drill (Patroni manages the PostgreSQL nodes)
+etcd             etcd-server      the failover drill (the leader key of Patroni)
+patch            patch            the failover drill (the upstream fix applied to Patroni 3.0.2)
 chromium         chromium         the analytics page test (headless, driven by puppeteer-core)
 '
 
