@@ -2,7 +2,9 @@
 import { getHeapStatistics } from 'node:v8'
 import { createApiKeyRegistry, DuplicateSecretError } from './auth/api-keys.js'
 import { type KeyFileEntry, KeyFileError, readKeyFile } from './auth/key-file.js'
-import { LONGEST_KPI_WINDOW_DAYS } from './telemetry/lifecycle.js'
+
+/** The longest KPI window (GET .../metrics?window_minutes=10080): telemetry retention may not be shorter. */
+export const LONGEST_KPI_WINDOW_DAYS = 7
 
 export type AppEnv = 'dev' | 'qa' | 'prod'
 

@@ -2,7 +2,7 @@
 // after an erasure): the 5-minute slices touched since the last refresh are recomputed from the raw events
 // (src/repositories/telemetry-analytics-rollup.ts). One replica at a time (a session advisory
 // lock on a reserved connection; the others skip, as the lifecycle's do).
-import type { Database } from '../plugins/app/database.js'
+import type { Database } from '../db/database.js'
 import { loggedSlices, SLICES_PER_REFRESH, refreshAnalyticsRollup } from '../repositories/telemetry-analytics-rollup.js'
 import { runAsTheOnlyReplica } from './replica-lock.js'
 

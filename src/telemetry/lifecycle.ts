@@ -4,7 +4,7 @@
 // One replica at a time (a session advisory lock on a reserved connection; the others skip).
 import type { FastifyBaseLogger } from 'fastify'
 import type { ReservedSql } from '../db/client.js'
-import type { Database } from '../plugins/app/database.js'
+import type { Database } from '../db/database.js'
 import { deleteAnalyticsRollupBefore } from '../repositories/telemetry-analytics-rollup.js'
 import { runAsTheOnlyReplica } from './replica-lock.js'
 import {
@@ -15,9 +15,8 @@ import {
   partitionName,
   type TelemetryLifecycleRepository,
 } from '../repositories/telemetry-lifecycle.js'
+import { LONGEST_KPI_WINDOW_DAYS } from '../config.js'
 
-/** The longest KPI window (GET .../metrics?window_minutes=10080): retention may not be shorter. */
-export const LONGEST_KPI_WINDOW_DAYS = 7
 const LOCK_ID = 7_346_110_233 // arbitrary constant shared by every replica
 
 export interface LifecycleOptions {

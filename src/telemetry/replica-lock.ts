@@ -1,5 +1,5 @@
 import type { ReservedSql } from '../db/client.js'
-import type { Database } from '../plugins/app/database.js'
+import type { Database } from '../db/database.js'
 
 /**
  * Runs `work` on one reserved connection while it holds the session advisory lock `lockId`, so

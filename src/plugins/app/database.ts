@@ -1,43 +1,13 @@
 import fp from 'fastify-plugin'
-import type { PendingQuery, Row } from 'postgres'
-import type { ReservedSql, Sql } from '../../db/client.js'
+import type { Sql } from '../../db/client.js'
 import { bounded, isDeadlineExceeded } from '../../db/deadline.js'
 import { PoolUsage } from '../../db/pool-usage.js'
 import { ConnectionShare } from '../../db/connection-share.js'
-import type { ExportPool } from '../../repositories/learner-export.js'
 import { reserveConnection } from '../../db/reserve.js'
 import { watchStatements } from '../../db/statement-channel.js'
 import { describeStatement } from '../../db/statement-names.js'
-import { createRepositories, type Repositories } from '../../repositories/index.js'
-
-/** The statement a transaction ends with, built but not sent: `transaction` sends it with COMMIT. */
-export type ClosingStatement = PendingQuery<Row[]>
-
-export interface Database {
-  sql: Sql
-  /** The pool's configured size and what the process currently asks of it (for /metrics). */
-  maxConnections: number
-  usage: PoolUsage
-  /** Repositories over the pool, for single-statement work. */
-  repos: Repositories
-  /** The pool as learner exports take it: at most their share of its connections. */
-  exportPool: ExportPool
-  /**
-   * Runs `work`, then the statement `close` builds from its result, in one transaction on a
-   * connection of its own, and resolves to work's result once committed. Work's or the closing
-   * statement's error rolls the transaction back and is rethrown.
-   */
-  transaction<R>(
-    work: (tx: Transaction) => Promise<R>,
-    close?: (tx: Transaction, result: R) => ClosingStatement,
-  ): Promise<R>
-}
-
-/** A transaction's statements: raw, and through the repositories. */
-export interface Transaction {
-  sql: ReservedSql
-  repos: Repositories
-}
+import { createRepositories } from '../../repositories/index.js'
+import type { ClosingStatement, Database, Transaction } from '../../db/database.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
