@@ -52,6 +52,12 @@ const RUNNERS: { doc: string; runner: string; marker: string; runs: (b: Block) =
     runs: (b) => /<!-- arazzo-workflows[^>]*-->\s*$/.test(b.before),
   },
   {
+    doc: 'docs/operations.md',
+    runner: 'test/drills/failover.test.ts',
+    marker: '<!-- failover-drill: ',
+    runs: (b) => /<!-- failover-drill: \S+ -->\s*$/.test(b.before),
+  },
+  {
     doc: 'docs/integrators.md',
     runner: 'tools/sdk-check.ts',
     marker: '<!-- sdk-check',

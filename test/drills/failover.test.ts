@@ -55,6 +55,14 @@ const CLIENT_DEADLINE_MS =
 const REJOIN_WAIT_MS = 10_000
 const SERVED_AGAIN_WITHIN_MS = { crash: 15_000, freeze: 15_000, switchover: 5_000 }
 
+/** The command block of docs/operations.md marked `<!-- failover-drill: NAME -->`, as written. */
+function runbookBlock(name: string): string {
+  const runbook = readFileSync(path.join(projectRoot, 'docs/operations.md'), 'utf8')
+  const block = new RegExp(`<!-- failover-drill: ${name} -->\\s*\`\`\`sh\\n([\\s\\S]*?)\`\`\``).exec(runbook)?.[1]
+  if (block === undefined) throw new Error(`docs/operations.md has no block marked failover-drill: ${name}`)
+  return block
+}
+
 const setUpAt = performance.now()
 const cluster = await startPatroniCluster(t, { timing: TIMING, checkInterMs: CHECK_INTER_MS })
 // A start that fails ends the file before any teardown: stop the cluster first.
@@ -372,7 +380,8 @@ t.test('freeze: every process of the primary stopped past the leader TTL, then r
 t.test('switchover: a planned change of leader under load', (t) =>
   drill(t, 'switchover', {
     async cause(old) {
-      const switched = cluster.switchover()
+      // The runbook's switchover, as written.
+      const switched = cluster.run(runbookBlock('switchover'))
       const promoted = await promotedOtherThan(old, 30_000)
       t.match(await switched, /Successfully switched over/, 'patronictl switched over')
       return promoted
@@ -386,7 +395,12 @@ t.test(
     const { leader } = await cluster.healthy()
     for (const node of cluster.nodes.filter((n) => n !== leader)) {
       const before = node.postmasterPid()
-      t.match(await cluster.restart(node), /Success: restart on member/, `patronictl restarted ${node.name}`)
+      // The runbook's restart of one member, as written.
+      t.match(
+        await cluster.run(runbookBlock('restart'), { MEMBER: node.name }),
+        /Success: restart on member/,
+        `patronictl restarted ${node.name}`,
+      )
       await cluster.healthy()
       t.not(node.postmasterPid(), before, `${node.name} runs a new postmaster`)
     }

@@ -19,6 +19,8 @@ const execFileAsync = promisify(execFile)
 const PATRONI_PACKAGE = '/usr/lib/python3/dist-packages/patroni'
 const POSTGRES_BIN = '/usr/lib/postgresql/15/bin'
 const DEPLOY = path.join(projectRoot, 'deploy')
+/** The cluster's name, as in deploy/patroni/ (patronictl's commands name it). */
+const SCOPE = 'study'
 export const HAPROXY_POSTGRES_CONFIG = path.join(DEPLOY, 'haproxy-postgres.cfg')
 
 /** Registers what stops a started process. */
@@ -57,10 +59,11 @@ export interface PatroniCluster {
   leader(): Promise<PatroniNode | undefined>
   /** Waits until one node leads and another is its streaming synchronous standby. */
   healthy(timeoutMs?: number): Promise<{ leader: PatroniNode; standby: PatroniNode }>
-  /** `patronictl switchover --force`: a planned change of leader, run by Patroni; resolves to its output. */
-  switchover(): Promise<string>
-  /** `patronictl restart <scope> <node> --force`: Patroni restarts that node's PostgreSQL. */
-  restart(node: PatroniNode): Promise<string>
+  /**
+   * Runs a shell script as an operator would on a node (bash, failing on the first error), with
+   * `PATRONI_CONFIG` naming a node's Patroni file and `env` beside it; resolves to its output.
+   */
+  run(script: string, env?: Record<string, string>): Promise<string>
   /** `patronictl reinit <scope> <node> --force`: Patroni clones that standby again from the leader. */
   reinit(node: PatroniNode): Promise<string>
   /** Whether `node` replicates from the leader: a standby on the leader's timeline, less than 1 MiB behind. */
@@ -220,7 +223,7 @@ interface NodePorts {
 /** deploy/patroni/<name>.yml with the drill's addresses, folders, authentication and timing. */
 function drillConfig(name: string, dir: string, ports: NodePorts, etcdPort: number, timing: PatroniTiming) {
   const config = YAML.parse(readFileSync(path.join(DEPLOY, 'patroni', `${name}.yml`), 'utf8'))
-  config.scope = 'drill'
+  config.scope = SCOPE
   config.restapi = { listen: `127.0.0.1:${ports.apiPort}`, connect_address: `127.0.0.1:${ports.apiPort}` }
   config.etcd3 = { hosts: `127.0.0.1:${etcdPort}` }
   Object.assign(config.bootstrap.dcs, timing)
@@ -487,9 +490,20 @@ async function startProcesses(
         )
       }
     },
-    switchover: () => patronictl('switchover', '--force'),
-    restart: (node) => patronictl('restart', 'drill', node.name, '--force'),
-    reinit: (node) => patronictl('reinit', 'drill', node.name, '--force'),
+    run: async (script, env = {}) =>
+      (
+        await execFileAsync('bash', ['-euo', 'pipefail', '-c', script], {
+          env: {
+            PATH: '/usr/bin:/bin',
+            LANG: 'C.UTF-8',
+            PYTHONPATH: pythonPath,
+            PATRONI_CONFIG: nodes[0]!.config,
+            ...env,
+          },
+          timeout: 60_000,
+        })
+      ).stdout,
+    reinit: (node) => patronictl('reinit', SCOPE, node.name, '--force'),
     replicating: async (node) => replicating(await members(), node.name),
     complete: async (timeoutMs = 60_000) => {
       await waitFor(
