@@ -32,8 +32,10 @@ async function race(round: number) {
       }),
     ]
   }
-  // The erasure starts among the writes: some before it, some after.
+  // The erasure starts among the writes: some before it, some after. It is sent once one of the
+  // first writes has landed, so each round holds writes that the erasure must take with it.
   const before = Array.from({ length: 2 }, (_, i) => writes(i)).flat()
+  await Promise.race(before)
   const erasure = api.request({ method: 'DELETE', url: userUrl })
   const after = Array.from({ length: 2 }, (_, i) => writes(i + 2)).flat()
   const answers = await Promise.all([...before, ...after])
