@@ -4,7 +4,8 @@
 import type { ApiKeyIdentity } from './api-keys.js'
 import { EXPLICIT_ONLY_SCOPES, KNOWN_SCOPES } from './key-file.js'
 import { appError } from '../errors.js'
-import type { HeldLimits, RateQuota, Reach } from '../repositories/api-keys.js'
+import type { Grant, HeldLimits, RateQuota, Reach } from '../repositories/api-keys.js'
+import type { components } from '../../generated/api.js'
 
 /** The service's defaults for a key that sets no limit of its own. */
 export interface KeyDefaults {
@@ -34,25 +35,8 @@ export function reachOf(actor: ApiKeyIdentity, defaults: KeyDefaults): Reach {
 export const rateWithin = (rate: RateQuota, held: RateQuota) =>
   rate.max <= held.max && rate.max * held.windowMs <= held.max * rate.windowMs
 
-/** What a create asks for (the request body's fields). */
-export interface AskedGrant {
-  scopes?: string[]
-  systems?: string[]
-  rate_limit?: { max: number; window_ms: number }
-  max_concurrent_requests?: number
-  max_body_bytes_in_flight?: number
-  expires_at?: string
-}
-
-export interface Grant {
-  scopes: string[]
-  systems: string[] | null
-  rateLimit: { max: number; window_ms: number } | null
-  maxConcurrentRequests: number | null
-  maxBodyBytesInFlight: number | null
-  /** RFC 3339; null: never */
-  expiresAt: string | null
-}
+/** What a create asks for: the request body's fields but the new key's id. */
+export type AskedGrant = Omit<components['schemas']['ApiKeyCreateRequest'], 'id'>
 
 /**
  * What a new key grants: what was asked for, and for anything not asked, what its creator holds

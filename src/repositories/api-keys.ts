@@ -17,17 +17,23 @@ export type AdminAction = AuditEntry['action']
 /** The channel every replica listens on; the payload is the changed key's id. */
 export const KEY_CHANGES_CHANNEL = 'api_keys'
 
-export interface NewApiKey {
-  id: string
-  partner: string
-  prefix: string
-  digest: Buffer
+/** What a key is granted, resolved against the service's defaults (src/auth/authority.ts decides it). */
+export interface Grant {
   scopes: string[]
   systems: string[] | null
   rateLimit: { max: number; window_ms: number } | null
   maxConcurrentRequests: number | null
   maxBodyBytesInFlight: number | null
+  /** RFC 3339; null: never */
   expiresAt: string | null
+}
+
+/** A key to store: what it is granted, its id, partner and secret's digest. */
+export interface NewApiKey extends Grant {
+  id: string
+  partner: string
+  prefix: string
+  digest: Buffer
 }
 
 /** Who acted, for the audit row: the server's own request id, and the client's X-Request-Id when it sent one. */
