@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: bench-scheduler drill-failover drill-restore format key reset api-compat sdk-check smoke-node bench-tools bench-scale bench-hostile bench-cpu bench-stages bench-instructions bench-keys bench-otel bench-otel-instructions bench-soak mutation test-alerts test-readme test-suite test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench bench-telemetry bench-learner-data contract clean
+.PHONY: bench-scheduler drill-failover drill-restore format key reset api-compat sdk-check smoke-node bench-tools mutation test-alerts test-readme test-suite test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench contract clean
 
 # The production image's Node.js (the Dockerfile's NODE_IMAGE), from the npm registry's
 # node-<platform>-<arch> package, kept in .cache/ (not a project dependency). The tests run on it.
@@ -176,17 +176,9 @@ tools/mutation/node_modules/.package-lock.json: tools/mutation/package.json tool
 migrate: node_modules
 	npm run migrate
 
-## Telemetry at scale: N events through the batch API (default 100M, tens of GB; BENCH_EVENTS=2000000 for less), disk per event, KPIs, two days archived at the KPI horizon and dropped (one as seeded, one out of the page cache as at retention age), an erasure. BENCH_DAYS=3 BENCH_EVENTS=42900000: the 100M week's density in three days; BENCH_KEEP=1 keeps the database.
-bench-telemetry: node_modules
-	npx tsx bench/telemetry.ts
-
 ## Schedule policies on simulated learners (half-life-regression memory, fixed seed): Leitner and FSRS at 0.80, 0.85, 0.90 desired retention, through the service's scheduling code; reviews per note per year, true recall at review and on a random day (bench/scheduler.md). BENCH_LEARNERS, BENCH_SEED.
 bench-scheduler: node_modules
 	npx tsx bench/scheduler.ts
-
-## The export of a learner with 10,000 notes: time to the last byte and the server's RSS growth (targets < 2 s, < 50 MB); then its erasure (bench/learner-data.md). BENCH_NOTES, BENCH_LOGS, BENCH_RUNS.
-bench-learner-data: node_modules build
-	npx tsx bench/learner-data.ts
 
 ## The service behind Stoplight Prism (proxy, --errors): every operation's success and business errors.
 contract: node_modules
@@ -197,46 +189,10 @@ contract: node_modules
 bench: node_modules build bench-tools
 	taskset -c 1 npx tsx bench/run.ts
 
-## CPU per request on the servers' core, server and PostgreSQL apart: GET user and the replayed POST, on the service and on the ceiling.
-bench-cpu: node_modules build
-	taskset -c 1 npx tsx bench/cpu-split.ts
-
-## CPU per request of each stage of the request pipeline (id, auth, rate limit, fairness, parsing, validation, handler, SQL, metrics, serialisation, write...), GET user, a replayed and a new POST, PATCH user, POST review, the due list and the telemetry batch, service and ceiling, from V8 profiles attributed by stack (writes bench/stages.md). BENCH_RUNS, BENCH_REQUESTS, BENCH_CONNECTIONS, BENCH_PROFILE_INTERVAL, BENCH_BASELINE, BENCH_CASES (some cases, printed only).
-bench-stages: node_modules build
-	taskset -c 1 npx tsx bench/stages.ts
-
-## Instructions per request (valgrind's callgrind: unmoved by other work) of the service and the ceiling, per benchmarked case; BENCH_BASELINE=<a built checkout> counts it beside them (bench/instructions.md).
-bench-instructions: node_modules build
-	npx tsx bench/instructions.ts
-
-## Key revocation across two replicas (one database, a private Redis) under load: median and worst of KEYS_ROUNDS (default 20) revocations until the other replica answers 401; bench/key-propagation.md.
-bench-keys: node_modules build
-	npx tsx bench/key-propagation.ts
-
-## What tracing costs: the service's CPU per request untraced and at BENCH_OTEL_RATIOS (default 0.1,1) sampling, GET user and POST user (new key), in alternating rounds on the servers' core (BENCH_OTEL_TOGETHER=1: all at once), the part off each server's main thread shown apart, and an untraced twin for the noise floor.
-bench-otel: node_modules build
-	taskset -c 1 npx tsx bench/otel-cpu.ts
-
-## The same as instructions per request, counted by valgrind's callgrind (unmoved by other work on the machine; slow: minutes per ratio). BENCH_REQUESTS, BENCH_CONNECTIONS; ratios as arguments: make bench-otel-instructions RATIOS="off 0.1 1".
-bench-otel-instructions: node_modules build
-	npx tsx bench/otel-instructions.ts $(RATIOS)
-
-## Ten minutes of mixed load (SOAK_SECONDS, SOAK_SETUP node-bound or shared): throughput and RSS per minute within ±10 % from the second minute on, beside a fixed piece of work timed on each core (bench/soak.md).
-bench-soak: node_modules build
-	taskset -c 1 npx tsx bench/soak.ts
-
-## 1, 2 and 3 replicas behind HAProxy (shared PostgreSQL and Redis), and GET user with the Redis vs in-memory rate-limit store (bench/scale.md). BENCH_DURATION, BENCH_CONNECTIONS (the balancer table); BENCH_RUNS, BENCH_COMPARE_DURATION, BENCH_COMPARE_CONNECTIONS (the comparison); BENCH_REPLICAS= runs the comparison alone.
-bench-scale: node_modules build bench-tools
-	taskset -c 1 npx tsx bench/scale.ts
-
-## Debian packages the benchmarks start (wrk, HAProxy, redis-server), installed when missing.
+## The benchmark's load generator (Debian's wrk), installed when missing.
 bench-tools:
-	@missing=$$(for c in wrk haproxy redis-server; do command -v $$c >/dev/null || echo $$c; done); \
+	@missing=$$(for c in wrk; do command -v $$c >/dev/null || echo $$c; done); \
 	if [ -n "$$missing" ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; fi
-
-## The HTTP edge under hostile load (built server): 1 MiB amplification, stalled uploads, an address flood, 4x overload; with BENCH_HOSTILE_PARTS=5,6 one key against another partner and many keys of one partner against another (bench/fairness.md).
-bench-hostile: node_modules build
-	npx tsx bench/hostile.ts
 
 clean:
 	rm -rf dist .build .tap coverage

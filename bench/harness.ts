@@ -46,8 +46,6 @@ function statTicks(file: string): number {
 /** utime + stime of a process (all its threads), in clock ticks. */
 export const cpuTicks = (pid: number): number => statTicks(`/proc/${pid}/stat`)
 
-/** The same for a process's main thread alone (the rest: V8's compiler and GC threads, libuv's pool). */
-export const mainThreadTicks = (pid: number): number => statTicks(`/proc/${pid}/task/${pid}/stat`)
 
 /** The same, summed over every PostgreSQL process of the machine (backends and workers). */
 export function postgresCpuTicks(): number {
@@ -79,7 +77,6 @@ export const busyShare = (before: CoreTicks, after: CoreTicks) =>
 
 /** The middle value (the upper one of an even count). */
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-export const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
 
 export interface BenchDatabase {
   url: string

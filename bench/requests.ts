@@ -18,26 +18,9 @@ interface UserKey {
 
 export const JSON_HEADERS = { 'x-api-key': API_KEY, 'content-type': 'application/json' }
 
-/** autocannon options that send, on every connection, the request `next` builds each time. */
-export function loadOptions(url: string, connections: number, duration: number, next: () => BenchRequest) {
-  return {
-    url,
-    connections,
-    duration,
-    headers: JSON_HEADERS,
-    requests: [
-      {
-        setupRequest: (req: Record<string, unknown>) => {
-          const r = next()
-          return { ...req, ...r, headers: { ...JSON_HEADERS, ...r.headers } }
-        },
-      },
-    ],
-  }
-}
 const REPLAY_KEY = 'replay-key'
 
-/** How a write's unique values are made: here (autocannon), or as placeholders wrk fills (bench/wrk.ts). */
+/** How a write's unique values are made: placeholders wrk fills (bench/wrk.ts), or here at random. */
 export interface Uniques {
   id(): string
   uuid(): string

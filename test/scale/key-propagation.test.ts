@@ -2,7 +2,7 @@
 // private Redis. A key created, rolled or revoked through one replica is in effect on the other
 // (a revocation even on a keep-alive connection that already used the key), also after the
 // other replica's LISTEN connection was killed; every action has its audit row; no log line
-// holds a secret. How fast it arrives is measured by `make bench-keys` (bench/key-propagation.ts).
+// holds a secret. How fast it arrives is measured by the former make bench-keys run (bench/key-propagation.ts (git history)).
 import t from 'tap'
 import http from 'node:http'
 import { createTestDatabase } from '../helpers/database.js'
