@@ -46,7 +46,6 @@ function statTicks(file: string): number {
 /** utime + stime of a process (all its threads), in clock ticks. */
 export const cpuTicks = (pid: number): number => statTicks(`/proc/${pid}/stat`)
 
-
 /** The same, summed over every PostgreSQL process of the machine (backends and workers). */
 export function postgresCpuTicks(): number {
   let sum = 0
