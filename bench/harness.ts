@@ -92,11 +92,11 @@ export interface BenchDatabase {
 
 /**
  * A new database, migrated, seeded with 10k users and 100k conspectuses (10 each, all due; the
- * due-list learner has 50 more; every other learner also has one FSRS note, a few reviews in), and 10k stored partner keys (each replica holds them in memory).
- * `vacuumStandIn`: run autovacuum's stand-in for the database's whole life (the soak); the
- * paired bench settles the database between its cases instead.
+ * due-list learner has 50 more; every other learner also has one FSRS note, a few reviews in), and
+ * 10k stored partner keys (each replica holds them in memory). The paired bench settles the
+ * database between its cases (`settle`) rather than leave it to autovacuum.
  */
-export async function createBenchDatabase(prefix: string, { vacuumStandIn = true } = {}): Promise<BenchDatabase> {
+export async function createBenchDatabase(prefix: string): Promise<BenchDatabase> {
   const name = `${prefix}_${randomBytes(3).toString('hex')}`
   const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} })
   await admin.unsafe(`create database "${name}"`)
@@ -129,7 +129,6 @@ export async function createBenchDatabase(prefix: string, { vacuumStandIn = true
   await sql`insert into api_key_secrets (digest, key_id)
             select sha256(('ssk_bench_' || i)::bytea), 'bench-partner-' || i from generate_series(1, 10000) i`
   await sql`vacuum analyze`
-  const autovacuum = vacuumStandIn ? await standInForAutovacuum(sql) : { stop: async () => {} }
   return {
     url,
     sql,
@@ -140,7 +139,6 @@ export async function createBenchDatabase(prefix: string, { vacuumStandIn = true
     postgresPinned: pin.pinned,
     setup: (setup) => pin.pinTo(SETUP_CPU[setup]),
     async drop() {
-      await autovacuum.stop()
       await sql.end()
       await admin.unsafe(`drop database if exists "${name}" with (force)`)
       await admin.end()
@@ -199,26 +197,6 @@ async function pinPostgres(
       `PostgreSQL not pinned to core ${SERVER_CPU} (${(err as Error).message}): it shares both cores with the load generator`,
     )
     return { pinned: false, pinTo() {}, restore() {} }
-  }
-}
-
-/**
- * This machine's PostgreSQL runs with autovacuum off (a CI setting), which no production server
- * does: statistics would stay those of the seed and dead rows would pile up for the whole run.
- * When it is off, the benchmark does autovacuum's job itself, a VACUUM ANALYZE every 20 s.
- */
-async function standInForAutovacuum(sql: postgres.Sql): Promise<{ stop(): Promise<unknown> }> {
-  const [{ autovacuum }] = (await sql`show autovacuum`) as unknown as [{ autovacuum: string }]
-  if (autovacuum === 'on') return { stop: async () => {} }
-  let running: Promise<unknown> = Promise.resolve()
-  const timer = setInterval(() => {
-    running = running.then(() => sql`vacuum analyze`.catch(() => {}))
-  }, 20_000)
-  return {
-    stop() {
-      clearInterval(timer)
-      return running
-    },
   }
 }
 

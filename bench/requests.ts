@@ -1,6 +1,6 @@
 // The requests the benchmarks send, over the seeded data set: one builder per route case,
 // shared by the paired benchmark (run.ts) and the soak (soak.ts).
-import { randomBytes, randomUUID } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import type postgres from 'postgres'
 import { API_KEY, DUE_LIST_LEARNER } from './harness.js'
 
@@ -20,7 +20,7 @@ export const JSON_HEADERS = { 'x-api-key': API_KEY, 'content-type': 'application
 
 const REPLAY_KEY = 'replay-key'
 
-/** How a write's unique values are made: placeholders wrk fills (bench/wrk.ts), or here at random. */
+/** How a write's unique values are made: the placeholders wrk fills per request (bench/wrk.ts). */
 export interface Uniques {
   id(): string
   uuid(): string
@@ -28,9 +28,9 @@ export interface Uniques {
 
 /**
  * Loads the seeded users and notes, stores one answer to replay, and returns the builders.
- * `uniques`: how Idempotency-Keys and new learners' ids are made (default: here, at random).
+ * `uniques`: how Idempotency-Keys and new learners' ids are made.
  */
-export async function createBenchRequests(sql: postgres.Sql, serviceBase: string, uniques?: Uniques) {
+export async function createBenchRequests(sql: postgres.Sql, serviceBase: string, uniques: Uniques) {
   const users = await sql<UserKey[]>`select system_user_id, system_uuid from users order by system_user_id`
   const allNotes = await sql<(UserKey & { id: string; schedule_policy: string })[]>`
     select c.conspectus_uuid::text as id, u.system_user_id, u.system_uuid, c.schedule_policy
@@ -55,8 +55,7 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
 
   let n = 0
   const nextUser = () => users[n++ % users.length]!
-  const unique = uniques ? uniques.id : () => `${process.pid}-${n++}-${randomBytes(4).toString('hex')}`
-  const uuid = uniques ? uniques.uuid : randomUUID
+  const { id: unique, uuid } = uniques
   const replay = (path: string): BenchRequest => ({
     method: 'POST',
     path,

@@ -123,7 +123,7 @@ const range = (xs: number[], digits = 0) => `${Math.min(...xs).toFixed(digits)}â
 
 // PostgreSQL moves between cores with the set-up: a VACUUM during a run would land on whichever
 // server happened to be measured, so no stand-in timer; the cases settle the database between them.
-const bench = await createBenchDatabase('bench', { vacuumStandIn: false })
+const bench = await createBenchDatabase('bench')
 const sql = bench.sql
 
 try {
