@@ -106,20 +106,23 @@ export function asStored<T extends Pick<UserChanges, 'system_uuid' | 'invalidati
 }
 
 export function createUserRepository(db: Db) {
-  // The UserResponse columns, spliced into each query as literal text (no identifier escaping per query).
-  const USER_COLUMNS = db.unsafe(USER_COLUMN_LIST)
-
   return {
+    // The reads' column lists are written out (USER_COLUMN_LIST's): a query with a fragment is
+    // rebuilt and looked up by its whole text on every call, a static one is cached by its template.
     async findByKey(key: UserKey): Promise<User | undefined> {
       const [row] = await db<User[]>`
-        select ${USER_COLUMNS} from users
-        where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
+        select client_uuid, created_at, updated_at, is_row_invalid, invalidation_reason_uuid,
+               system_user_id, system_uuid, username, full_name, timezone
+        from users where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
       return row
     },
 
     /** A learner by its identity (client_uuid): also one whose system_uuid was cleared. */
     async findById(clientUuid: string): Promise<User | undefined> {
-      const [row] = await db<User[]>`select ${USER_COLUMNS} from users where client_uuid = ${clientUuid}`
+      const [row] = await db<User[]>`
+        select client_uuid, created_at, updated_at, is_row_invalid, invalidation_reason_uuid,
+               system_user_id, system_uuid, username, full_name, timezone
+        from users where client_uuid = ${clientUuid}`
       return row
     },
 
