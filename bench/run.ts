@@ -46,6 +46,10 @@ const SETUP_LABEL: Record<Setup, string> = { 'node-bound': '(a) node-bound', sha
 const RESULTS = path.join(projectRoot, 'bench/results.md')
 // Comma-separated case-name prefixes to run (all when unset), e.g. BENCH_CASES='GET user,POST user'.
 const ONLY = process.env.BENCH_CASES?.split(',').map((x) => x.trim().toLowerCase())
+// BENCH_BASELINE: the folder of another build of the service (an earlier commit's, `npm run build`
+// there). It takes the ceiling's place and is sent the service's own requests, so each ratio reads
+// this build against that one, in the same run. Such a run only prints.
+const BASELINE = process.env.BENCH_BASELINE
 
 interface Case {
   name: string
@@ -129,7 +133,9 @@ const sql = bench.sql
 try {
   // BENCH_PROFILE: a folder for a V8 CPU profile of the service, written when it stops.
   const service = await startService(bench.url, 3601, process.env.BENCH_PROFILE)
-  const ceiling = await startCeiling(bench.url, 3602)
+  const ceiling = BASELINE
+    ? await startService(bench.url, 3602, undefined, undefined, path.resolve(BASELINE, 'dist/src/server.js'))
+    : await startCeiling(bench.url, 3602)
   const requests = await createBenchRequests(sql, service.base, { id: () => UNIQUE_ID, uuid: () => UNIQUE_UUID })
 
   // Targets for 50 connections in the node-bound set-up.
@@ -181,7 +187,7 @@ try {
   for (const c of cases) {
     if (ONLY && !ONLY.some((prefix) => c.name.toLowerCase().startsWith(prefix))) continue
     const sample = (next: () => BenchRequest) => Array.from({ length: c.sample ?? 2000 }, next)
-    const [serviceList, ceilingList] = [sample(c.request), sample(c.ceilingRequest ?? c.request)]
+    const [serviceList, ceilingList] = [sample(c.request), sample((!BASELINE && c.ceilingRequest) || c.request)]
     for (const connections of CONNECTIONS) {
       for (const setup of SETUPS) {
         bench.setup(setup)
@@ -317,7 +323,7 @@ try {
   ].join('\n')
   // A partial run (BENCH_CASES) or a traced one (BENCH_OTEL) only prints: bench/results.md always
   // holds a full run of the service as deployed by default (tracing off). Analysis: docs/performance.md.
-  if (!ONLY && !process.env.BENCH_OTEL) writeFileSync(RESULTS, `${table}\nAnalysis: docs/performance.md.\n`)
+  if (!ONLY && !process.env.BENCH_OTEL && !BASELINE) writeFileSync(RESULTS, `${table}\nAnalysis: docs/performance.md.\n`)
   console.log(`\n${table}`)
 } finally {
   await stopServers()
