@@ -108,7 +108,7 @@ test-deps:
 test-suite: node_modules $(TAP_STAMP) $(IMAGE_NODE_BIN)/node
 	$(ON_IMAGE_NODE) npm test -- $(TESTS)
 
-## Failover drill: etcd, two Patroni nodes (synchronous mode strict) and HAProxy from deploy/, the service under write load while the primary crashes, freezes past the leader TTL, and is switched over; Patroni promotes, nobody else (also run by `make test`).
+## Failover drill: etcd, three Patroni nodes (synchronous mode strict) and HAProxy from deploy/, the service under write load while the primary crashes, freezes past the leader TTL, and is switched over; Patroni promotes, nobody else (also run by `make test`).
 drill-failover: test-deps
 	@$(MAKE) --no-print-directory test-suite TESTS=.build/test/drills/failover.test.js
 
