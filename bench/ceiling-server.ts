@@ -1,7 +1,7 @@
 // The "ceiling": an expert's version of each benchmarked route on bare Fastify 5 + postgres.js,
 // the same semantics in the fewest round trips and with the contract's response schemas for
 // serialisation. No auth, no rate limit, no request validation, no metrics, no logging. Same
-// URLs as the service, plus /replay/api/v1/user (below). The rules: bench/README.md.
+// URLs as the service, plus /replay/api/v1/user (below). The rules: docs/performance.md, "Method".
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'

@@ -1,5 +1,5 @@
 // `make bench`: the service against an expert's bare Fastify + postgres.js "ceiling" of the same
-// routes (bench/README.md), interleaved in one run on a fresh database. Servers run on core 0, this
+// routes (docs/performance.md, "Method"), interleaved in one run on a fresh database. Servers run on core 0, this
 // driver and wrk on core 1 (the Makefile pins it); PostgreSQL on core 1 in the node-bound
 // set-up (the server has its core alone) and on core 0 in the shared one. Absolute numbers on a shared machine
 // drift by tens of percent between minutes, so every figure is a ratio to a reference measured
@@ -82,7 +82,7 @@ interface Measurement {
   postgresBusy: number
 }
 
-/** At or above this share of its core, a process is what limits a run (bench/README.md). */
+/** At or above this share of its core, a process is what limits a run (docs/performance.md, "Method"). */
 const SATURATED = 0.95
 
 /** What limited a run: the server's core, PostgreSQL's, or neither (then the run judges nothing). */
@@ -295,7 +295,7 @@ try {
     `Servers pinned to core ${SERVER_CPU}, wrk (one thread, Lua: bench/wrk.ts) to core ${LOAD_CPU}. PostgreSQL${bench.postgresPinned ? '' : ' (could not be pinned: both cores)'}: (a) node-bound, on core ${LOAD_CPU} with wrk, the server alone on its core;`,
     `(b) shared, on core ${SERVER_CPU} with the servers. Per case and set-up: ${WARMUP} s warm-up each, then ${RUNS} pairs of ${DURATION} s runs (the telemetry batch: ${LONG_RUNS} of ${LONG_DURATION} s)`,
     `(service, ceiling; the order alternating). Ratio: median of the paired ratios (min–max); req/s and latencies: medians. The ceiling is`,
-    `bench/ceiling-server.ts, an expert's version of each route (rules: bench/README.md); the replay's ceiling is its bare-stack replay route.`,
+    `bench/ceiling-server.ts, an expert's version of each route (rules: docs/performance.md, "Method"); the replay's ceiling is its bare-stack replay route.`,
     `Server CPU: each server's own utime + stime from /proc over all its runs, per answer (service / ceiling). Core busy: the servers' core,`,
     `median run (service / ceiling); PostgreSQL busy: its processes' CPU as a share of one core. Limit: what held most runs of a side at`,
     `≥ ${SATURATED * 100} % (the server's core or PostgreSQL); "not saturated" means the driver set the pace, and the row judges nothing.`,
