@@ -323,7 +323,8 @@ try {
   ].join('\n')
   // A partial run (BENCH_CASES) or a traced one (BENCH_OTEL) only prints: bench/results.md always
   // holds a full run of the service as deployed by default (tracing off). Analysis: docs/performance.md.
-  if (!ONLY && !process.env.BENCH_OTEL && !BASELINE) writeFileSync(RESULTS, `${table}\nAnalysis: docs/performance.md.\n`)
+  if (!ONLY && !process.env.BENCH_OTEL && !BASELINE)
+    writeFileSync(RESULTS, `${table}\nAnalysis: docs/performance.md.\n`)
   console.log(`\n${table}`)
 } finally {
   await stopServers()
