@@ -107,15 +107,12 @@ export interface AnswerIdempotently<Tx> {
   ): Promise<string>
 }
 
-/**
- * What idempotency needs of the database: the pool, and a transaction whose context carries its
- * sql and which ends with a statement built from the work's result (the answer's record).
- */
+/** What idempotency needs of the database: the pool, and a transaction whose context carries its sql. */
 export interface IdempotencyDatabase<Tx extends { sql: Db }> {
   sql: Db
   /** Counts a request's database work cut at its deadline (each statement here is bounded by it). */
   usage?: { countDeadline(reason: DeadlineReason): void }
-  transaction<R>(work: (tx: Tx) => Promise<R>, close: (tx: Tx, result: R) => PendingQuery<Row[]>): Promise<R>
+  transaction<R>(work: (tx: Tx) => Promise<R>): Promise<R>
 }
 
 export function createIdempotency<Tx extends { sql: Db }>(
@@ -229,15 +226,13 @@ export function createIdempotency<Tx extends { sql: Db }>(
     }
 
     const write = () =>
-      db.transaction(
-        async (tx) => {
-          const result = await work(tx)
-          const json = serialize(result.status, result.body)
-          const sent = result.shownOnce ? serialize(result.status, { ...result.body, ...result.shownOnce }) : json
-          return { status: result.status, json, sent, learner: result.learner }
-        },
-        (tx, answer) => answerRecord(tx.sql, who, { hash, ...answer }, ttlHours),
-      )
+      db.transaction(async (tx) => {
+        const result = await work(tx)
+        const json = serialize(result.status, result.body)
+        const sent = result.shownOnce ? serialize(result.status, { ...result.body, ...result.shownOnce }) : json
+        await answerRecord(tx.sql, who, { hash, status: result.status, json, learner: result.learner }, ttlHours)
+        return { status: result.status, sent }
+      })
 
     for (let attempt = 1; ; attempt++) {
       try {

@@ -60,7 +60,7 @@ export async function lookupWith(db: Db, r: RecordKey, read: PendingQuery<Row[]>
 }
 
 /**
- * The statement storing an answer, built but not sent (the transaction sends it with its COMMIT).
+ * The statement storing an answer: a transaction's last one, after its work.
  * It fails with a unique violation when a record holds the triple: a twin's, committed or not (a
  * transaction holding it uncommitted is waited for), or an expired one the purge has not reached.
  */
