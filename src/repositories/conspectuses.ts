@@ -8,6 +8,7 @@ import type { Owner, UserKey } from './users.js'
 import { jsonb } from '../library-types.js'
 import { keysetPage } from '../pagination/keyset-page.js'
 import { type PagePosition, rethrowMissingParent } from './error-logs.js'
+import { rowVersion } from './row-version.js'
 
 export type Conspectus = components['schemas']['ConspectusResponse']
 export type ScheduleCounts = { total: number; due_now_count: number; slots: Record<Slot, number> }
@@ -46,15 +47,16 @@ const RESPONSE_COLUMNS_SQL = `c.conspectus_uuid, u.system_user_id, u.system_uuid
  */
 export type ReviewedNoteRow = Owner & Partial<Conspectus> & { version: string | null }
 
+const REVIEWED_NOTE_COLUMNS = `u.client_uuid, u.timezone, ${RESPONSE_COLUMNS_SQL}, ${rowVersion('c')} as version`
+const NOTE_VERSION = rowVersion('conspectuses')
+
 /**
  * The owner and the note, as a statement built but not sent (a review sends it inside its
- * answer lookup). `version` is the row's xmin: every update of a row writes a new version of it
- * with the updating transaction's id (kept when the row is frozen), so an equal xmin is the
- * row as it was read.
+ * answer lookup), with the version of the note's row (./row-version.ts).
  */
 export function reviewedNoteQuery(db: Db, key: UserKey, conspectusUuid: string) {
   return db<ReviewedNoteRow[]>`
-    select u.client_uuid, u.timezone, ${db.unsafe(RESPONSE_COLUMNS_SQL)}, c.xmin::text as version
+    select ${db.unsafe(REVIEWED_NOTE_COLUMNS)}
     from users u left join conspectuses c on c.user_id = u.client_uuid and c.conspectus_uuid = ${conspectusUuid}
     where u.system_uuid = ${key.system_uuid} and u.system_user_id = ${key.system_user_id}`
 }
@@ -81,7 +83,8 @@ export function reviewStatement(
                  fsrs_reps = ${memory.reps}, fsrs_lapses = ${memory.lapses}`
             : db``
         }
-    where conspectus_uuid = ${note.conspectus_uuid} and user_id = ${note.user_id} and xmin = ${note.version}::text::xid
+    where conspectus_uuid = ${note.conspectus_uuid} and user_id = ${note.user_id}
+      and ${db.unsafe(NOTE_VERSION)} = ${note.version}
     returning 1`
 }
 

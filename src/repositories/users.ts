@@ -1,6 +1,7 @@
 // SQL for learners (table users). Every function returns rows in the UserResponse shape.
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
+import { rowVersion } from './row-version.js'
 
 export type User = components['schemas']['UserResponse']
 export interface UserKey {
@@ -51,13 +52,16 @@ export function ownerQuery(db: Db, key: UserKey) {
     where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
 }
 
-/** A learner's row as an update reads it, with its version (the row's xmin: see reviewedNoteQuery). */
+/** A learner's row as an update reads it, with its version (./row-version.ts). */
 export type VersionedUser = User & { version: string }
+
+const VERSIONED_USER_COLUMNS = `${USER_COLUMN_LIST}, ${rowVersion('users')} as version`
+const USER_VERSION = rowVersion('users')
 
 /** The learner by its system key, with the version of its row: a statement built but not sent. */
 export function versionedUserQuery(db: Db, key: UserKey) {
   return db<VersionedUser[]>`
-    select ${db.unsafe(USER_COLUMN_LIST)}, xmin::text as version
+    select ${db.unsafe(VERSIONED_USER_COLUMNS)}
     from users where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
 }
 
@@ -74,7 +78,7 @@ export function userUpdateStatement(
   const columns = Object.keys(changes) as (keyof UserChanges)[]
   return db`
     update users set ${db(changes, columns)}, updated_at = ${at}::text::timestamptz
-    where client_uuid = ${user.client_uuid} and xmin = ${user.version}::text::xid
+    where client_uuid = ${user.client_uuid} and ${db.unsafe(USER_VERSION)} = ${user.version}
     returning 1`
 }
 
