@@ -21,6 +21,8 @@ export interface Database {
    * resolves to its result once committed; its error rolls the transaction back and is rethrown.
    */
   transaction<R>(work: (tx: Transaction) => Promise<R>): Promise<R>
+  /** One trivial statement on the pool (the readiness probe's check), not bounded by a request's deadline. */
+  ping(): Promise<void>
 }
 
 /** A transaction's statements: raw, and through the repositories (bounded as a whole by the transaction). */

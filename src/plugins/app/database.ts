@@ -50,6 +50,9 @@ export default fp<{ sql: Sql; exportMaxConnections: number }>(
       repos: createRepositories(sql, usage.countDeadline),
       exportPool: { sql, usage, share: new ConnectionShare(exportMaxConnections, usage.countDeadline) },
       transaction,
+      ping: async () => {
+        await sql`select 1`
+      },
     }
     fastify.decorate('db', db)
   },
