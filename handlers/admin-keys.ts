@@ -6,6 +6,8 @@ import { grantOf, type KeyDefaults, reachOf } from '../src/auth/authority.js'
 import { KEY_ID } from '../src/auth/key-file.js'
 import { issueSecret } from '../src/auth/secret.js'
 import { appError } from '../src/errors.js'
+import { sendAnswer } from '../src/http/send-answer.js'
+import { idempotentRequest } from '../src/idempotency/request.js'
 import { decodeCursor, decodeIdCursor, encodeCursor, encodeIdCursor } from '../src/pagination/cursor.js'
 import { clientRequestIdOf, serverRequestIdOf } from '../src/plugins/app/request-id.js'
 import type { Actor } from '../src/repositories/api-keys.js'
@@ -44,7 +46,7 @@ export function createAdminKeyHandlers({
   db,
   apiKeys,
   config,
-  answerIdempotently,
+  writes,
 }: HandlerDeps): ServiceHandlers<AdminKeyOperations> {
   const defaults: KeyDefaults = {
     rate: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs },
@@ -59,24 +61,24 @@ export function createAdminKeyHandlers({
       const body = request.body
       const creator = request.apiKey!
       const issued = issueSecret()
-      const json = await answerIdempotently(request, reply, async ({ repos }) => {
-        if (apiKeys.registry.isConfiguredId(body.id)) throw appError('ADMIN_KEY_ID_TAKEN')
-        const bytes = body.max_body_bytes_in_flight
-        if (bytes !== undefined && (bytes < config.bodyLimitBytes || bytes > config.client.maxBodyBytesInFlightShare))
-          throw appError('ADMIN_KEY_BODY_BUDGET_OUT_OF_RANGE')
-        const grant = grantOf(creator, body, defaults)
-        // A stored creator revoked meanwhile creates nothing (and one revoked later takes this key with it).
-        if (creator.stored && !(await repos.apiKeys.creatorUsable(creator.id))) throw appError('SECURITY_AUTH_REQUIRED')
-        const key = await repos.apiKeys.create(
-          { id: body.id, partner: creator.partner, prefix: issued.prefix, digest: issued.digest, ...grant },
-          actorOf(request),
-        )
-        if (!key) throw appError('ADMIN_KEY_ID_TAKEN')
-        return { status: 201, body: key, shownOnce: { secret: issued.secret } }
-      })
+      // src/repositories/api-keys.ts: the key, its secret, audit row and answer in one transaction.
+      const answer = await writes.apiKeys.create(
+        idempotentRequest(request, reply),
+        () => {
+          if (apiKeys.registry.isConfiguredId(body.id)) throw appError('ADMIN_KEY_ID_TAKEN')
+          const bytes = body.max_body_bytes_in_flight
+          if (bytes !== undefined && (bytes < config.bodyLimitBytes || bytes > config.client.maxBodyBytesInFlightShare))
+            throw appError('ADMIN_KEY_BODY_BUDGET_OUT_OF_RANGE')
+          const grant = grantOf(creator, body, defaults)
+          return { id: body.id, partner: creator.partner, prefix: issued.prefix, digest: issued.digest, ...grant }
+        },
+        issued.secret,
+        actorOf(request),
+        creator.stored ? creator.id : null,
+      )
       await apiKeys.sync.changed(body.id)
       request.log.info(auditLog(request, { created: body.id }), 'API key created')
-      return json
+      return sendAnswer(reply, answer)
     },
 
     async listApiKeys(request) {
@@ -98,17 +100,17 @@ export function createAdminKeyHandlers({
       const { key_id } = request.params
       const issued = issueSecret()
       const overlap = request.body.expires_in_seconds ?? DEFAULT_OVERLAP_SECONDS
-      let rolled = key_id
-      const json = await answerIdempotently(request, reply, async ({ repos }) => {
-        const key = await repos.apiKeys.roll(key_id, issued, overlap, actorOf(request), reach(request))
-        if (key === 'missing') throw appError('ADMIN_KEY_NOT_FOUND')
-        if (key === 'revoked') throw appError('ADMIN_KEY_REVOKED')
-        rolled = key.id
-        return { status: 200, body: key, shownOnce: { secret: issued.secret } }
-      })
+      const { answer, keyId: rolled } = await writes.apiKeys.roll(
+        idempotentRequest(request, reply),
+        key_id,
+        issued,
+        overlap,
+        actorOf(request),
+        reach(request),
+      )
       await apiKeys.sync.changed(rolled)
       request.log.info(auditLog(request, { rolled }), 'API key rolled')
-      return json
+      return sendAnswer(reply, answer)
     },
 
     // No Idempotency-Key: revoking twice is revoking once; the second answer is the same key.

@@ -1,19 +1,13 @@
 // createConspectus, listDueConspectuses, patchConspectus, reviewConspectus, getScheduleSummary,
 // getConspectus, listConspectuses, deleteConspectus.
 import { appError } from '../src/errors.js'
+import { sendAnswer } from '../src/http/send-answer.js'
+import { idempotentRequest } from '../src/idempotency/request.js'
 import { decodeCursor, encodeCursor } from '../src/pagination/cursor.js'
-import {
-  type Conspectus,
-  type ConspectusContent,
-  type ReviewedNoteRow,
-  reviewedNoteQuery,
-  reviewLogStatement,
-  reviewStatement,
-} from '../src/repositories/conspectuses.js'
-import type { Owner } from '../src/repositories/users.js'
-import { decideReview, newNoteSchedule, type ReviewMove } from '../src/schedule/policy.js'
+import type { ConspectusContent } from '../src/repositories/conspectuses.js'
+import { decideReview, newNoteSchedule } from '../src/schedule/policy.js'
 import { invalidQueryParameter } from '../src/validation/request-validation-error.js'
-import { answerMissingParent, ownerRead, requireOwner } from './owner.js'
+import { requireOwner } from './owner.js'
 import type { HandlerDeps, ServiceHandlers } from './types.js'
 
 type ConspectusOperations =
@@ -28,70 +22,27 @@ type ConspectusOperations =
 
 const CONTENT_FIELDS = ['title', 'cue_sheet', 'dense_paragraph', 'bullets'] as const
 
-/** A note a review reads, with its owner and the version of its row. */
-interface ReviewedNote {
-  owner: Owner
-  row: Conspectus
-  version: string
-}
-
-/** The read of a review: 404 USER_404 without the owner, CONS_404 without the note. */
-function takeReviewedNote(row: ReviewedNoteRow | undefined): ReviewedNote {
-  if (!row) throw appError('USER_NOT_FOUND')
-  if (row.conspectus_uuid == null || row.version == null) throw appError('CONSPECTUS_NOT_FOUND')
+export function createConspectusHandlers({ db, writes, now }: HandlerDeps): ServiceHandlers<ConspectusOperations> {
   return {
-    owner: { client_uuid: row.client_uuid, timezone: row.timezone },
-    row: {
-      conspectus_uuid: row.conspectus_uuid,
-      system_user_id: row.system_user_id!,
-      system_uuid: row.system_uuid!,
-      title: row.title ?? null,
-      cue_sheet: row.cue_sheet!,
-      dense_paragraph: row.dense_paragraph!,
-      bullets: row.bullets!,
-      slot: row.slot!,
-      next_review_at: row.next_review_at!,
-      last_reviewed_at: row.last_reviewed_at ?? null,
-      review_count: row.review_count!,
-      created_at: row.created_at!,
-      updated_at: row.updated_at!,
-      schedule_policy: row.schedule_policy!,
-      desired_retention: row.desired_retention ?? null,
-      memory: row.memory ?? null,
-    },
-    version: row.version,
-  }
-}
-
-/** Times as the store is sent them: postgres.js reads a timestamptz as a Date, the types say string. */
-const isoText = (at: string | Date) => (typeof at === 'string' ? at : at.toISOString())
-
-export function createConspectusHandlers({
-  db,
-  answerIdempotently,
-  now,
-}: HandlerDeps): ServiceHandlers<ConspectusOperations> {
-  return {
+    // src/repositories/conspectuses.ts: the note and its answer's record in one transaction.
     async createConspectus(request, reply) {
       const body = request.body
       const policy = body.schedule_policy ?? 'leitner'
-      return answerIdempotently(request, reply, ownerRead(db, body), async ({ repos }, owner) => {
+      const answer = await writes.conspectuses.create(idempotentRequest(request, reply), body, (owner) => {
         // Refused after the key's lookup, so that a key reused with another body is 409 first.
         if (policy === 'leitner' && body.desired_retention !== undefined)
           throw appError('CONSPECTUS_DESIRED_RETENTION_WITHOUT_FSRS')
         const at = now()
-        const conspectus = await answerMissingParent(
-          repos.conspectuses.create(owner.client_uuid, {
-            title: body.title ?? null,
-            cue_sheet: body.cue_sheet,
-            dense_paragraph: body.dense_paragraph,
-            bullets: body.bullets,
-            ...newNoteSchedule(policy, body.desired_retention, at, owner.timezone),
-            created_at: at,
-          }),
-        )
-        return { status: 201, body: conspectus, learner: owner.client_uuid }
+        return {
+          title: body.title ?? null,
+          cue_sheet: body.cue_sheet,
+          dense_paragraph: body.dense_paragraph,
+          bullets: body.bullets,
+          ...newNoteSchedule(policy, body.desired_retention, at, owner.timezone),
+          created_at: at,
+        }
       })
+      return sendAnswer(reply, answer)
     },
 
     async listDueConspectuses(request) {
@@ -112,49 +63,24 @@ export function createConspectusHandlers({
       for (const field of CONTENT_FIELDS)
         if (body[field] !== undefined) (content as Record<string, unknown>)[field] = body[field]
       if (Object.keys(content).length === 0) throw appError('CONSPECTUS_PATCH_BODY_EMPTY')
-      return answerIdempotently(request, reply, ownerRead(db, body), async ({ repos }, owner) => {
-        const updated = await repos.conspectuses.updateContent(owner.client_uuid, conspectus_uuid, content, now())
-        if (!updated) throw appError('CONSPECTUS_NOT_FOUND')
-        return { status: 200, body: updated, learner: owner.client_uuid }
-      })
+      const key = idempotentRequest(request, reply)
+      return sendAnswer(reply, await writes.conspectuses.changeContent(key, body, conspectus_uuid, content, now))
     },
 
-    // Decided from the note as read and written in one statement with its answer's record, if the
-    // note is still as read (else read and decided again): src/idempotency/index.ts.
+    // src/repositories/conspectuses.ts: decided from the note as read, and written in one
+    // statement with its answer's record if the note is still as read (else read and decided again).
     async reviewConspectus(request, reply) {
-      const { conspectus_uuid } = request.params
       const body = request.body
-      return answerIdempotently(request, reply, {
-        query: reviewedNoteQuery(db.sql, body, conspectus_uuid),
-        take: takeReviewedNote,
-        write: (note) => {
+      const answer = await writes.conspectuses.review(
+        idempotentRequest(request, reply),
+        body,
+        request.params.conspectus_uuid,
+        (note) => {
           const at = now()
-          const { move, facts } = decideReview(note.row, body.outcome, at, note.owner.timezone)
-          const atText = at.toISOString()
-          const reviewed: Conspectus = {
-            ...note.row,
-            slot: move.slot,
-            next_review_at: move.next_review_at,
-            last_reviewed_at: atText,
-            review_count: note.row.review_count + 1,
-            updated_at: atText,
-            memory: move.memory,
-          }
-          const ids = { user_id: note.owner.client_uuid, conspectus_uuid: note.row.conspectus_uuid }
-          const before: ReviewMove = {
-            slot: note.row.slot,
-            next_review_at: isoText(note.row.next_review_at),
-            memory: note.row.memory,
-          }
-          return {
-            status: 200,
-            body: reviewed,
-            learner: note.owner.client_uuid,
-            statement: reviewStatement(db.sql, { ...ids, version: note.version }, move, atText),
-            alongside: reviewLogStatement(db.sql, { ...ids, before }, move, facts, atText),
-          }
+          return { at, ...decideReview(note.row, body.outcome, at, note.owner.timezone) }
         },
-      })
+      )
+      return sendAnswer(reply, answer)
     },
 
     async getScheduleSummary(request) {

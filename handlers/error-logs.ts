@@ -1,31 +1,25 @@
 // createErrorLog and listErrorLogs.
-import { appError } from '../src/errors.js'
+import { sendAnswer } from '../src/http/send-answer.js'
+import { idempotentRequest } from '../src/idempotency/request.js'
 import { decodeCursor, encodeCursor } from '../src/pagination/cursor.js'
 import { invalidQueryParameter } from '../src/validation/request-validation-error.js'
-import { answerMissingParent, ownerRead, requireOwner } from './owner.js'
+import { requireOwner } from './owner.js'
 import type { HandlerDeps, ServiceHandlers } from './types.js'
 
 export function createErrorLogHandlers({
   db,
-  answerIdempotently,
+  writes,
 }: HandlerDeps): ServiceHandlers<'createErrorLog' | 'listErrorLogs'> {
   return {
+    // src/repositories/error-logs.ts: the entry and its answer's record in one transaction.
     async createErrorLog(request, reply) {
       const body = request.body
-      return answerIdempotently(request, reply, ownerRead(db, body), async ({ repos }, owner) => {
-        const conspectusUuid = body.conspectus_uuid ?? null
-        if (conspectusUuid && !(await repos.conspectuses.exists(owner.client_uuid, conspectusUuid))) {
-          throw appError('CONSPECTUS_NOT_FOUND')
-        }
-        const entry = await answerMissingParent(
-          repos.errorLogs.create(owner.client_uuid, {
-            message: body.message,
-            conspectus_uuid: conspectusUuid,
-            context: body.context ?? null,
-          }),
-        )
-        return { status: 201, body: entry, learner: owner.client_uuid }
-      })
+      const entry = {
+        message: body.message,
+        conspectus_uuid: body.conspectus_uuid ?? null,
+        context: body.context ?? null,
+      }
+      return sendAnswer(reply, await writes.errorLogs.create(idempotentRequest(request, reply), body, entry))
     },
 
     async listErrorLogs(request) {

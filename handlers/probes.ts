@@ -15,7 +15,7 @@ async function checkDatabase(deps: HandlerDeps): Promise<DatabaseCheck> {
   let timer: NodeJS.Timeout | undefined
   const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), DB_CHECK_TIMEOUT_MS)))
   try {
-    const ok = await Promise.race([deps.db.sql`select 1`.then(() => true), timeout])
+    const ok = await Promise.race([deps.db.ping().then(() => true), timeout])
     return { ok, latencyMs: ok ? Math.round((performance.now() - start) * 1000) / 1000 : null }
   } catch {
     return { ok: false, latencyMs: null }

@@ -1,4 +1,6 @@
 // ingestDocsSearchEvent, ingestDocsSearchEventBatch, getDocsSearchTelemetryMetrics, eraseDocsSearchSession.
+import { sendAnswer } from '../src/http/send-answer.js'
+import { idempotentRequest } from '../src/idempotency/request.js'
 import type { HandlerDeps, ServiceHandlers, SuccessBody } from './types.js'
 
 type TelemetryOperations =
@@ -9,7 +11,7 @@ type TelemetryOperations =
 
 export function createTelemetryHandlers({
   db,
-  answerIdempotently,
+  writes,
   now,
   refreshAnalytics,
 }: HandlerDeps): ServiceHandlers<TelemetryOperations> {
@@ -21,14 +23,11 @@ export function createTelemetryHandlers({
 
     async ingestDocsSearchEventBatch(request, reply) {
       // The whole batch passed validation before this point; one INSERT stores it. With an
-      // Idempotency-Key (optional here) the INSERT and the stored answer are one transaction,
-      // so a retried batch is stored once and answered with the first 202.
+      // Idempotency-Key (optional here) the INSERT and the stored answer are one transaction
+      // (src/repositories/telemetry.ts), so a retried batch is stored once and answered with the first 202.
       const events = request.body.events
       if (request.headers['idempotency-key'] !== undefined)
-        return answerIdempotently(request, reply, async ({ repos }) => ({
-          status: 202,
-          body: { accepted: await repos.telemetry.append(events) },
-        }))
+        return sendAnswer(reply, await writes.telemetry.appendOnce(idempotentRequest(request, reply), events))
       const accepted = await db.repos.telemetry.append(events)
       return reply.code(202).send({ accepted })
     },

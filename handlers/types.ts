@@ -4,10 +4,8 @@ import type { components, operations } from '../generated/api.js'
 import type { ApiKeyRegistry } from '../src/auth/api-keys.js'
 import type { StoredKeySync } from '../src/auth/stored-key-sync.js'
 import type { Config } from '../src/config.js'
-import type { Sql } from '../src/db/client.js'
+import type { Repositories, Writes } from '../src/repositories/index.js'
 import type { ExportPool } from '../src/repositories/learner-export.js'
-import type { AnswerIdempotently } from '../src/idempotency/index.js'
-import type { Repositories } from '../src/repositories/index.js'
 
 export type Schemas = components['schemas']
 export type OperationName = keyof operations
@@ -33,14 +31,15 @@ export type OperationHandler<Op extends OperationName> = (
 ) => Promise<unknown>
 export type ServiceHandlers<Ops extends OperationName> = { [Op in Ops]: OperationHandler<Op> }
 
-/** What the handlers need of the database: the pool (for the readiness probe) and repositories over it. */
+/** What the handlers need of the database: repositories over the pool, its transactions and a check of it. */
 export interface HandlerDatabase {
-  sql: Sql
   repos: Repositories
   /** The pool as learner exports take it (their bounded share of its connections). */
   exportPool: ExportPool
   /** Several statements as one transaction, with repositories bound to it. */
   transaction<R>(work: (tx: { repos: Repositories }) => Promise<R>): Promise<R>
+  /** One trivial statement (the readiness probe). */
+  ping(): Promise<void>
 }
 
 export interface HandlerDeps {
@@ -52,10 +51,10 @@ export interface HandlerDeps {
   /** The key registry (configured ids) and the sync of stored keys (a change applies here at once). */
   apiKeys: { registry: Pick<ApiKeyRegistry, 'isConfiguredId'>; sync: Pick<StoredKeySync, 'changed'> }
   /**
-   * Idempotent writes: the one entry point (scope, key id and Idempotency-Key come from the
-   * request); the work runs in a transaction and gets repositories bound to it.
+   * The idempotent writes (src/repositories/): each takes the request's key
+   * (idempotentRequest) and resolves to the answer, which sendAnswer sends.
    */
-  answerIdempotently: AnswerIdempotently<{ repos: Repositories }>
+  writes: Writes
   /** The clock for schedule decisions and timestamps (tests pass a fixed one). */
   now: () => Date
   /** True once shutdown has begun (readiness turns not_ready). */

@@ -32,7 +32,8 @@ import earlyClosePlugin from './plugins/app/early-close.js'
 import requestPipelinePlugin from './plugins/app/request-pipeline.js'
 import routesPlugin from './plugins/external/routes.js'
 import contractStatesPlugin from './plugins/app/contract-states.js'
-import { createIdempotency } from './idempotency/index.js'
+import { answerStore } from './idempotency/store.js'
+import { createWrites } from './repositories/index.js'
 import { createServiceHandlers } from '../handlers/index.js'
 import { withDatabaseDeadlines } from './db/request-deadlines.js'
 import type { Tracing } from './tracing/index.js'
@@ -136,7 +137,7 @@ export async function buildApp({
       config,
       db: app.db,
       apiKeys: app.apiKeys,
-      answerIdempotently: createIdempotency(app.db, config.idempotencyTtlHours),
+      writes: createWrites(answerStore(app.db, config.idempotencyTtlHours)),
       isDraining: () => app.draining,
       isUnderPressure: () => app.overloaded(),
       refreshAnalytics: () =>

@@ -2,14 +2,10 @@
 // The database plugin (src/plugins/app/database.ts) makes one and exposes it as `fastify.db`;
 // the telemetry jobs and the handlers take it by this type, so no module below the plugins
 // imports a plugin.
-import type { PendingQuery, Row } from 'postgres'
 import type { ExportPool } from '../repositories/learner-export.js'
 import type { Repositories } from '../repositories/index.js'
-import type { ReservedSql, Sql } from './client.js'
+import type { Sql, TransactionSql } from './client.js'
 import type { PoolUsage } from './pool-usage.js'
-
-/** The statement a transaction ends with, built but not sent: `transaction` sends it with COMMIT. */
-export type ClosingStatement = PendingQuery<Row[]>
 
 export interface Database {
   sql: Sql
@@ -21,18 +17,16 @@ export interface Database {
   /** The pool as learner exports take it: at most their share of its connections. */
   exportPool: ExportPool
   /**
-   * Runs `work`, then the statement `close` builds from its result, in one transaction on a
-   * connection of its own, and resolves to work's result once committed. Work's or the closing
-   * statement's error rolls the transaction back and is rethrown.
+   * Runs `work` in one transaction on a connection of its own (src/db/transaction.ts) and
+   * resolves to its result once committed; its error rolls the transaction back and is rethrown.
    */
-  transaction<R>(
-    work: (tx: Transaction) => Promise<R>,
-    close?: (tx: Transaction, result: R) => ClosingStatement,
-  ): Promise<R>
+  transaction<R>(work: (tx: Transaction) => Promise<R>): Promise<R>
+  /** One trivial statement on the pool (the readiness probe's check), not bounded by a request's deadline. */
+  ping(): Promise<void>
 }
 
-/** A transaction's statements: raw, and through the repositories. */
+/** A transaction's statements: raw, and through the repositories (bounded as a whole by the transaction). */
 export interface Transaction {
-  sql: ReservedSql
+  sql: TransactionSql
   repos: Repositories
 }

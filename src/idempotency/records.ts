@@ -48,7 +48,7 @@ export type LookupRow = { [Column in keyof StoredAnswer]: StoredAnswer[Column] |
  * findAnswer() and a caller's read in one statement: `read` returns at most one row, whose
  * columns are named apart from the record's and `read_found` (true when the read found its row).
  */
-export async function lookupWith(db: Db, r: RecordKey, read: PendingQuery<Row[]>): Promise<LookupRow> {
+export async function lookupWith<Q extends Row>(db: Db, r: RecordKey, read: PendingQuery<Q[]>): Promise<LookupRow> {
   const [row] = await db<LookupRow[]>`
     select a.request_hash, a.status_code, a.response_body, r is distinct from null as read_found, r.*
     from (select) one
@@ -60,7 +60,7 @@ export async function lookupWith(db: Db, r: RecordKey, read: PendingQuery<Row[]>
 }
 
 /**
- * The statement storing an answer, built but not sent (the transaction sends it with its COMMIT).
+ * The statement storing an answer: a transaction's last one, after its work (./store.ts).
  * It fails with a unique violation when a record holds the triple: a twin's, committed or not (a
  * transaction holding it uncommitted is waited for), or an expired one the purge has not reached.
  */

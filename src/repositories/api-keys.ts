@@ -6,6 +6,14 @@
 // Every read and change an admin asks for is bounded by its reach (see `Reach`).
 import type { PendingQuery, Row } from 'postgres'
 import type { Db } from '../db/client.js'
+import { appError } from '../errors.js'
+import {
+  type Answer,
+  type AnswerStore,
+  answerIdempotently,
+  type IdempotentRequest,
+  inTransaction,
+} from '../idempotency/index.js'
 import type { TimeKeyPosition } from '../pagination/cursor.js'
 import { keysetPage } from '../pagination/keyset-page.js'
 import type { components } from '../../generated/api.js'
@@ -289,3 +297,65 @@ export function createApiKeyRepository(db: Db) {
 }
 
 export type ApiKeyRepository = ReturnType<typeof createApiKeyRepository>
+
+/**
+ * The idempotent writes of keys (src/idempotency/): each in one transaction with its answer's
+ * record; the new secret is in the answer sent, never in the one stored (a replay answers without it).
+ */
+export function createApiKeyWrites(db: AnswerStore) {
+  return {
+    /**
+     * POST /api/v1/admin/keys: `decide` (once no answer is stored) checks the request and gives
+     * the key to store. A stored creator revoked meanwhile creates nothing (401), and one revoked
+     * later takes this key with it; an id taken, in any case, is 409.
+     */
+    create(
+      request: IdempotentRequest,
+      decide: () => NewApiKey,
+      secret: string,
+      actor: Actor,
+      storedCreator: string | null,
+    ): Promise<Answer> {
+      return answerIdempotently(db, request, {
+        store: () => {
+          const key = decide()
+          return inTransaction(db, request, async (tx) => {
+            const keys = createApiKeyRepository(tx)
+            if (storedCreator !== null && !(await keys.creatorUsable(storedCreator)))
+              throw appError('SECURITY_AUTH_REQUIRED')
+            const created = await keys.create(key, actor)
+            if (!created) throw appError('ADMIN_KEY_ID_TAKEN')
+            return { status: 201, body: created, shownOnce: { secret } }
+          })
+        },
+      })
+    },
+
+    /**
+     * POST /api/v1/admin/keys/{key_id}/roll: a new secret, the older ones kept `overlapSeconds`
+     * more at most. Resolves to the answer and the key's id as stored (the one asked for when
+     * the answer is replayed).
+     */
+    async roll(
+      request: IdempotentRequest,
+      keyId: string,
+      issued: { digest: Buffer; prefix: string; secret: string },
+      overlapSeconds: number,
+      actor: Actor,
+      reach: Reach,
+    ): Promise<{ answer: Answer; keyId: string }> {
+      let rolled = keyId
+      const answer = await answerIdempotently(db, request, {
+        store: () =>
+          inTransaction(db, request, async (tx) => {
+            const key = await createApiKeyRepository(tx).roll(keyId, issued, overlapSeconds, actor, reach)
+            if (key === 'missing') throw appError('ADMIN_KEY_NOT_FOUND')
+            if (key === 'revoked') throw appError('ADMIN_KEY_REVOKED')
+            rolled = key.id
+            return { status: 200, body: key, shownOnce: { secret: issued.secret } }
+          }),
+      })
+      return { answer, keyId: rolled }
+    },
+  }
+}

@@ -1,13 +1,25 @@
-// SQL for conspectuses (table conspectuses), always scoped to the owning user's client_uuid.
+// SQL for conspectuses (table conspectuses), always scoped to the owning user's client_uuid; the
+// idempotent writes (POST and PATCH of a note, its review) answer with the note.
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
+import { appError } from '../errors.js'
+import {
+  type Answer,
+  type AnswerStore,
+  answerIdempotently,
+  type IdempotentRequest,
+  inOneStatement,
+  inTransaction,
+} from '../idempotency/index.js'
 import type { FsrsMemory } from '../schedule/fsrs.js'
 import type { Slot } from '../schedule/leitner.js'
 import type { ReviewFacts, ReviewMove, SchedulePolicy } from '../schedule/policy.js'
-import type { Owner, UserKey } from './users.js'
+import { type Owner, ownerQuery, takeOwner, type UserKey } from './users.js'
 import { jsonb } from '../library-types.js'
+import type { TimeKeyPosition as PagePosition } from '../pagination/cursor.js'
 import { keysetPage } from '../pagination/keyset-page.js'
-import { type PagePosition, rethrowMissingParent } from './error-logs.js'
+import { answerMissingParent } from './missing-parent.js'
+import { rowVersion } from './row-version.js'
 
 export type Conspectus = components['schemas']['ConspectusResponse']
 export type ScheduleCounts = { total: number; due_now_count: number; slots: Record<Slot, number> }
@@ -46,17 +58,53 @@ const RESPONSE_COLUMNS_SQL = `c.conspectus_uuid, u.system_user_id, u.system_uuid
  */
 export type ReviewedNoteRow = Owner & Partial<Conspectus> & { version: string | null }
 
+const REVIEWED_NOTE_COLUMNS = `u.client_uuid, u.timezone, ${RESPONSE_COLUMNS_SQL}, ${rowVersion('c')} as version`
+const NOTE_VERSION = rowVersion('conspectuses')
+
 /**
  * The owner and the note, as a statement built but not sent (a review sends it inside its
- * answer lookup). `version` is the row's xmin: every update of a row writes a new version of it
- * with the updating transaction's id (kept when the row is frozen), so an equal xmin is the
- * row as it was read.
+ * answer lookup), with the version of the note's row (./row-version.ts).
  */
 export function reviewedNoteQuery(db: Db, key: UserKey, conspectusUuid: string) {
   return db<ReviewedNoteRow[]>`
-    select u.client_uuid, u.timezone, ${db.unsafe(RESPONSE_COLUMNS_SQL)}, c.xmin::text as version
+    select ${db.unsafe(REVIEWED_NOTE_COLUMNS)}
     from users u left join conspectuses c on c.user_id = u.client_uuid and c.conspectus_uuid = ${conspectusUuid}
     where u.system_uuid = ${key.system_uuid} and u.system_user_id = ${key.system_user_id}`
+}
+
+/** A note a review reads, with its owner and the version of its row. */
+export interface ReviewedNote {
+  owner: Owner
+  row: Conspectus
+  version: string
+}
+
+/** The read of a review: 404 USER_404 without the owner, CONS_404 without the note. */
+export function takeReviewedNote(row: ReviewedNoteRow | undefined): ReviewedNote {
+  if (!row) throw appError('USER_NOT_FOUND')
+  if (row.conspectus_uuid == null || row.version == null) throw appError('CONSPECTUS_NOT_FOUND')
+  return {
+    owner: { client_uuid: row.client_uuid, timezone: row.timezone },
+    row: {
+      conspectus_uuid: row.conspectus_uuid,
+      system_user_id: row.system_user_id!,
+      system_uuid: row.system_uuid!,
+      title: row.title ?? null,
+      cue_sheet: row.cue_sheet!,
+      dense_paragraph: row.dense_paragraph!,
+      bullets: row.bullets!,
+      slot: row.slot!,
+      next_review_at: row.next_review_at!,
+      last_reviewed_at: row.last_reviewed_at ?? null,
+      review_count: row.review_count!,
+      created_at: row.created_at!,
+      updated_at: row.updated_at!,
+      schedule_policy: row.schedule_policy!,
+      desired_retention: row.desired_retention ?? null,
+      memory: row.memory ?? null,
+    },
+    version: row.version,
+  }
 }
 
 /**
@@ -81,7 +129,8 @@ export function reviewStatement(
                  fsrs_reps = ${memory.reps}, fsrs_lapses = ${memory.lapses}`
             : db``
         }
-    where conspectus_uuid = ${note.conspectus_uuid} and user_id = ${note.user_id} and xmin = ${note.version}::text::xid
+    where conspectus_uuid = ${note.conspectus_uuid} and user_id = ${note.user_id}
+      and ${db.unsafe(NOTE_VERSION)} = ${note.version}
     returning 1`
 }
 
@@ -130,7 +179,7 @@ export function createConspectusRepository(db: Db) {
   const RESPONSE_COLUMNS = db.unsafe(RESPONSE_COLUMNS_SQL)
 
   return {
-    /** Throws MissingParent('user') when the owner was erased after it was read. */
+    /** Answers 404 USER_404 when the owner was erased after it was read. */
     async create(userId: string, c: NewConspectus): Promise<Conspectus> {
       const [row] = await db<Conspectus[]>`
         with c as (
@@ -143,7 +192,7 @@ export function createConspectusRepository(db: Db) {
                   ${c.memory?.difficulty ?? null}, ${c.memory?.reps ?? null}, ${c.memory?.lapses ?? null})
           returning *
         )
-        select ${RESPONSE_COLUMNS} from c join users u on u.client_uuid = c.user_id`.catch(rethrowMissingParent)
+        select ${RESPONSE_COLUMNS} from c join users u on u.client_uuid = c.user_id`.catch(answerMissingParent)
       return row!
     },
 
@@ -235,3 +284,106 @@ export function createConspectusRepository(db: Db) {
 }
 
 export type ConspectusRepository = ReturnType<typeof createConspectusRepository>
+
+/** A review's decision, made from the note as read: when, the note's move, and the facts logged. */
+export interface ReviewDecision {
+  at: Date
+  move: ReviewMove
+  facts: ReviewFacts
+}
+
+/** Times as the store is sent them: postgres.js reads a timestamptz as a Date, the types say string. */
+const isoText = (at: string | Date) => (typeof at === 'string' ? at : at.toISOString())
+
+/** The idempotent writes of notes (src/idempotency/): each read with its owner in its answer lookup. */
+export function createConspectusWrites(db: AnswerStore) {
+  return {
+    /**
+     * POST /api/v1/conspectuses: `decide` makes the note of its owner (once no answer is stored, so
+     * that a key reused with another body is 409 first); inserted in one transaction with its
+     * answer's record, the answer being the note as stored (jsonb, its id).
+     */
+    create(request: IdempotentRequest, owner: UserKey, decide: (owner: Owner) => NewConspectus): Promise<Answer> {
+      return answerIdempotently(db, request, {
+        read: ownerQuery(db.sql, owner),
+        take: takeOwner,
+        store: (owner: Owner) => {
+          const note = decide(owner)
+          return inTransaction(db, request, async (tx) => ({
+            status: 201,
+            body: await createConspectusRepository(tx).create(owner.client_uuid, note),
+            learner: owner.client_uuid,
+          }))
+        },
+      })
+    },
+
+    /** PATCH /api/v1/conspectuses/{conspectus_uuid}: the content changed with its answer's record, in one transaction. */
+    changeContent(
+      request: IdempotentRequest,
+      owner: UserKey,
+      conspectusUuid: string,
+      content: ConspectusContent,
+      now: () => Date,
+    ): Promise<Answer> {
+      return answerIdempotently(db, request, {
+        read: ownerQuery(db.sql, owner),
+        take: takeOwner,
+        store: (owner: Owner) =>
+          inTransaction(db, request, async (tx) => {
+            const updated = await createConspectusRepository(tx).updateContent(
+              owner.client_uuid,
+              conspectusUuid,
+              content,
+              now(),
+            )
+            if (!updated) throw appError('CONSPECTUS_NOT_FOUND')
+            return { status: 200, body: updated, learner: owner.client_uuid }
+          }),
+      })
+    },
+
+    /**
+     * POST /api/v1/conspectuses/{conspectus_uuid}/actions/review: `decide` moves the note as read;
+     * the move, its review-log entry and the answer's record are one statement, made if the note
+     * is still as read (else read and decided again).
+     */
+    review(
+      request: IdempotentRequest,
+      owner: UserKey,
+      conspectusUuid: string,
+      decide: (note: ReviewedNote) => ReviewDecision,
+    ): Promise<Answer> {
+      return answerIdempotently(db, request, {
+        read: reviewedNoteQuery(db.sql, owner, conspectusUuid),
+        take: takeReviewedNote,
+        store: (note: ReviewedNote) => {
+          const { at, move, facts } = decide(note)
+          const atText = at.toISOString()
+          const reviewed: Conspectus = {
+            ...note.row,
+            slot: move.slot,
+            next_review_at: move.next_review_at,
+            last_reviewed_at: atText,
+            review_count: note.row.review_count + 1,
+            updated_at: atText,
+            memory: move.memory,
+          }
+          const ids = { user_id: note.owner.client_uuid, conspectus_uuid: note.row.conspectus_uuid }
+          const before: ReviewMove = {
+            slot: note.row.slot,
+            next_review_at: isoText(note.row.next_review_at),
+            memory: note.row.memory,
+          }
+          return inOneStatement(db, request, {
+            status: 200,
+            body: reviewed,
+            learner: note.owner.client_uuid,
+            statement: reviewStatement(db.sql, { ...ids, version: note.version }, move, atText),
+            alongside: reviewLogStatement(db.sql, { ...ids, before }, move, facts, atText),
+          })
+        },
+      })
+    },
+  }
+}

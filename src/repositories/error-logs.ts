@@ -1,35 +1,24 @@
-// SQL for the learning-mistake log (table error_logs): newest first, keyset pages.
+// SQL for the learning-mistake log (table error_logs): newest first, keyset pages; the idempotent
+// write (POST of an entry) answers with the entry.
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
+import { appError } from '../errors.js'
+import {
+  type Answer,
+  type AnswerStore,
+  answerIdempotently,
+  type IdempotentRequest,
+  inTransaction,
+} from '../idempotency/index.js'
 import { jsonb } from '../library-types.js'
 import type { TimeKeyPosition as PagePosition } from '../pagination/cursor.js'
 import { keysetPage } from '../pagination/keyset-page.js'
+import { createConspectusRepository } from './conspectuses.js'
+import { answerMissingParent } from './missing-parent.js'
+import { type Owner, ownerQuery, takeOwner, type UserKey } from './users.js'
 
 export type { PagePosition }
 export type ErrorLog = components['schemas']['ErrorLogResponse']
-
-/**
- * Thrown when an insert names a row that is gone: the owner (erased after the write read it) or
- * the linked conspectus (deleted after the write checked it). The write answers 404.
- */
-export class MissingParent extends Error {
-  constructor(readonly parent: 'user' | 'conspectus') {
-    super(`${parent} is gone`)
-  }
-}
-
-const PARENT_OF_CONSTRAINT: Record<string, MissingParent['parent']> = {
-  conspectuses_user_id_fkey: 'user',
-  error_logs_user_id_fkey: 'user',
-  error_logs_conspectus_uuid_fkey: 'conspectus',
-}
-
-/** Turns a foreign-key violation of an insert into MissingParent; rethrows anything else. */
-export function rethrowMissingParent(err: unknown): never {
-  const parent = PARENT_OF_CONSTRAINT[(err as { constraint_name?: string }).constraint_name ?? '']
-  if ((err as { code?: string }).code === '23503' && parent) throw new MissingParent(parent)
-  throw err
-}
 
 export interface NewErrorLog {
   message: string
@@ -39,6 +28,7 @@ export interface NewErrorLog {
 
 export function createErrorLogRepository(db: Db) {
   return {
+    /** Answers 404 when the owner or the linked note went after they were read. */
     async create(userId: string, entry: NewErrorLog): Promise<ErrorLog> {
       const [row] = await db<ErrorLog[]>`
         with inserted as (
@@ -47,7 +37,7 @@ export function createErrorLogRepository(db: Db) {
           returning *
         )
         select i.error_log_uuid, u.system_user_id, u.system_uuid, i.conspectus_uuid, i.message, i.context, i.created_at
-        from inserted i join users u on u.client_uuid = i.user_id`.catch(rethrowMissingParent)
+        from inserted i join users u on u.client_uuid = i.user_id`.catch(answerMissingParent)
       return row!
     },
 
@@ -68,3 +58,28 @@ export function createErrorLogRepository(db: Db) {
 }
 
 export type ErrorLogRepository = ReturnType<typeof createErrorLogRepository>
+
+/** The idempotent write of the log (src/idempotency/). */
+export function createErrorLogWrites(db: AnswerStore) {
+  return {
+    /**
+     * POST /api/v1/errors: the entry of the owner read in the answer lookup, with the note it
+     * names checked to be the owner's (404 CONS_404), inserted in one transaction with its
+     * answer's record.
+     */
+    create(request: IdempotentRequest, owner: UserKey, entry: NewErrorLog): Promise<Answer> {
+      return answerIdempotently(db, request, {
+        read: ownerQuery(db.sql, owner),
+        take: takeOwner,
+        store: (owner: Owner) =>
+          inTransaction(db, request, async (tx) => {
+            const note = entry.conspectus_uuid
+            if (note && !(await createConspectusRepository(tx).exists(owner.client_uuid, note)))
+              throw appError('CONSPECTUS_NOT_FOUND')
+            const created = await createErrorLogRepository(tx).create(owner.client_uuid, entry)
+            return { status: 201, body: created, learner: owner.client_uuid }
+          }),
+      })
+    },
+  }
+}

@@ -1,14 +1,16 @@
-// All repositories over one executor (the pool or a transaction). Their statements are timed
-// for db_operation_duration_seconds from postgres.js's diagnostics channel (src/plugins/app/database.ts).
+// All repositories over one executor (the pool or a transaction), and the idempotent writes over
+// the pool. Their statements are timed for db_operation_duration_seconds from postgres.js's
+// diagnostics channel (src/plugins/app/database.ts).
 import type { Db } from '../db/client.js'
 import { bounded, type DeadlineReason } from '../db/deadline.js'
-import { createApiKeyRepository } from './api-keys.js'
-import { createConspectusRepository } from './conspectuses.js'
-import { createErrorLogRepository } from './error-logs.js'
+import type { AnswerStore } from '../idempotency/index.js'
+import { createApiKeyRepository, createApiKeyWrites } from './api-keys.js'
+import { createConspectusRepository, createConspectusWrites } from './conspectuses.js'
+import { createErrorLogRepository, createErrorLogWrites } from './error-logs.js'
 import { createLearnerRepository } from './learners.js'
-import { createTelemetryRepository } from './telemetry.js'
+import { createTelemetryRepository, createTelemetryWrites } from './telemetry.js'
 import { createTelemetryAnalyticsRepository } from './telemetry-analytics.js'
-import { createUserRepository } from './users.js'
+import { createUserRepository, createUserWrites } from './users.js'
 
 /** Records one statement's duration under its name (`SELECT users`) in db_operation_duration_seconds. */
 export type ObserveDbOperation = (operation: string, seconds: number) => void
@@ -79,7 +81,28 @@ class LazyRepositories {
   }
 }
 
-/** Repositories over `db`; with `onDeadline`, each call ends by the current request's database deadline. */
+/**
+ * Repositories over `db`; with `onDeadline`, each call ends by the current request's database
+ * deadline (a transaction's are not bounded one by one: the transaction is, as a whole).
+ */
 export function createRepositories(db: Db, onDeadline?: (reason: DeadlineReason) => void): Repositories {
   return new LazyRepositories(db, onDeadline)
 }
+
+/**
+ * The idempotent writes, one method per operation, each in the module with its SQL: it takes the
+ * request's key (src/idempotency/request.ts) and what the operation writes, and resolves to the
+ * answer (src/http/send-answer.ts sends it). Each bounds its own statements by the request's
+ * deadline (AnswerStore.inTime, src/idempotency/store.ts).
+ */
+export function createWrites(db: AnswerStore) {
+  return {
+    users: createUserWrites(db),
+    conspectuses: createConspectusWrites(db),
+    errorLogs: createErrorLogWrites(db),
+    apiKeys: createApiKeyWrites(db),
+    telemetry: createTelemetryWrites(db),
+  }
+}
+
+export type Writes = ReturnType<typeof createWrites>

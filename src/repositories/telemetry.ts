@@ -2,6 +2,13 @@
 // query and a session's erasure. Partitions and retention: telemetry-lifecycle.ts.
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
+import {
+  type Answer,
+  type AnswerStore,
+  answerIdempotently,
+  type IdempotentRequest,
+  inTransaction,
+} from '../idempotency/index.js'
 import { json } from '../library-types.js'
 import { archiveNames } from './telemetry-lifecycle.js'
 
@@ -267,3 +274,23 @@ export function createTelemetryRepository(db: Db) {
 }
 
 export type TelemetryRepository = ReturnType<typeof createTelemetryRepository>
+
+/** The idempotent write of telemetry (src/idempotency/). */
+export function createTelemetryWrites(db: AnswerStore) {
+  return {
+    /**
+     * POST /api/v1/telemetry/docs-search/batch with an Idempotency-Key (optional there): the
+     * batch's INSERT and its answer's record in one transaction, so a retried batch is stored
+     * once and answered with the first 202.
+     */
+    appendOnce(request: IdempotentRequest, events: DocsSearchEvent[]): Promise<Answer> {
+      return answerIdempotently(db, request, {
+        store: () =>
+          inTransaction(db, request, async (tx) => ({
+            status: 202,
+            body: { accepted: await createTelemetryRepository(tx).append(events) },
+          })),
+      })
+    },
+  }
+}

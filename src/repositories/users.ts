@@ -1,8 +1,20 @@
-// SQL for learners (table users). Every function returns rows in the UserResponse shape.
+// SQL for learners (table users). Every function returns rows in the UserResponse shape; the
+// idempotent writes (POST, PUT and PATCH of a learner) answer with one.
+import { randomUUID } from 'node:crypto'
 import type { Db } from '../db/client.js'
 import type { components } from '../../generated/api.js'
+import { appError } from '../errors.js'
+import {
+  type Answer,
+  type AnswerStore,
+  answerIdempotently,
+  type IdempotentRequest,
+  inOneStatement,
+} from '../idempotency/index.js'
+import { rowVersion } from './row-version.js'
 
 export type User = components['schemas']['UserResponse']
+export type NewUserRequest = components['schemas']['UserCreateRequest']
 export interface UserKey {
   system_uuid: string
   system_user_id: string
@@ -41,6 +53,12 @@ export function rethrowKeyConflict(err: unknown): never {
 export const USER_COLUMN_LIST = `client_uuid, created_at, updated_at, is_row_invalid, invalidation_reason_uuid,
     system_user_id, system_uuid, username, full_name, timezone`
 
+/** The owner's row, or 404 USER_404: the one rule of a read of the owner and of a write's. */
+export function takeOwner(row: Owner | undefined): Owner {
+  if (!row) throw appError('USER_NOT_FOUND')
+  return { client_uuid: row.client_uuid, timezone: row.timezone }
+}
+
 /**
  * The owner's row (client_uuid and timezone) by the learner's system key, as a statement built
  * but not sent: findOwner() runs it, and an idempotent write sends it inside its answer lookup.
@@ -51,13 +69,16 @@ export function ownerQuery(db: Db, key: UserKey) {
     where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
 }
 
-/** A learner's row as an update reads it, with its version (the row's xmin: see reviewedNoteQuery). */
+/** A learner's row as an update reads it, with its version (./row-version.ts). */
 export type VersionedUser = User & { version: string }
+
+const VERSIONED_USER_COLUMNS = `${USER_COLUMN_LIST}, ${rowVersion('users')} as version`
+const USER_VERSION = rowVersion('users')
 
 /** The learner by its system key, with the version of its row: a statement built but not sent. */
 export function versionedUserQuery(db: Db, key: UserKey) {
   return db<VersionedUser[]>`
-    select ${db.unsafe(USER_COLUMN_LIST)}, xmin::text as version
+    select ${db.unsafe(VERSIONED_USER_COLUMNS)}
     from users where system_uuid = ${key.system_uuid} and system_user_id = ${key.system_user_id}`
 }
 
@@ -74,7 +95,7 @@ export function userUpdateStatement(
   const columns = Object.keys(changes) as (keyof UserChanges)[]
   return db`
     update users set ${db(changes, columns)}, updated_at = ${at}::text::timestamptz
-    where client_uuid = ${user.client_uuid} and xmin = ${user.version}::text::xid
+    where client_uuid = ${user.client_uuid} and ${db.unsafe(USER_VERSION)} = ${user.version}
     returning 1`
 }
 
@@ -135,3 +156,73 @@ export function createUserRepository(db: Db) {
 }
 
 export type UserRepository = ReturnType<typeof createUserRepository>
+
+/** A statement's failure as 400 USER_SYSTEM_KEY_CONFLICT when it broke the natural key, else as it is. */
+function answerKeyConflict(err: unknown): never {
+  throw asKeyConflict(err) instanceof UserKeyConflict ? appError('USER_SYSTEM_KEY_CONFLICT') : err
+}
+
+/** The row an update reads, or 404 USER_404. */
+function takeVersionedUser(row: VersionedUser | undefined): VersionedUser {
+  if (!row) throw appError('USER_NOT_FOUND')
+  return row
+}
+
+/** The idempotent writes of learners: each in one statement with its answer's record (src/idempotency/). */
+export function createUserWrites(db: AnswerStore) {
+  return {
+    /**
+     * POST /api/v1/user: the learner inserted with its answer's record in one statement, unless
+     * its system key is taken (the insert writes nothing: 400, or a twin's answer replayed).
+     * Reads nothing first: its lookup is the record's alone, as a replay's.
+     */
+    create(request: IdempotentRequest, body: NewUserRequest, now: () => Date): Promise<Answer> {
+      return answerIdempotently(db, request, {
+        async store() {
+          const at = now().toISOString()
+          const user = asStored<User>({
+            client_uuid: randomUUID(),
+            created_at: at,
+            updated_at: at,
+            is_row_invalid: body.is_row_invalid ?? 0,
+            invalidation_reason_uuid: body.invalidation_reason_uuid ?? null,
+            system_user_id: body.system_user_id,
+            system_uuid: body.system_uuid,
+            username: body.username ?? null,
+            full_name: body.full_name,
+            timezone: body.timezone ?? 'UTC',
+          })
+          const statement = userInsertStatement(db.sql, user)
+          const answer = await inOneStatement(db, request, {
+            status: 201,
+            body: user,
+            learner: user.client_uuid,
+            statement,
+          })
+          if (!answer) throw appError('USER_CREATE_ALREADY_EXISTS')
+          return answer
+        },
+      })
+    },
+
+    /**
+     * PUT and PATCH /api/v1/user/{system_uuid}/{system_user_id}: the learner's changes, decided from
+     * its row as read and written in one statement with the answer's record if the row is still as
+     * read (else read and decided again). The answer is the row as PostgreSQL stores it.
+     */
+    change(request: IdempotentRequest, key: UserKey, changes: UserChanges, now: () => Date): Promise<Answer> {
+      return answerIdempotently(db, request, {
+        read: versionedUserQuery(db.sql, key),
+        take: takeVersionedUser,
+        store: ({ version, ...user }: VersionedUser) => {
+          const at = now().toISOString()
+          const statement = userUpdateStatement(db.sql, { client_uuid: user.client_uuid, version }, changes, at)
+          const body = { ...user, ...asStored(changes), updated_at: at } as User
+          return inOneStatement(db, request, { status: 200, body, learner: user.client_uuid, statement }).catch(
+            answerKeyConflict,
+          )
+        },
+      })
+    },
+  }
+}

@@ -1,12 +1,13 @@
 // Writes decided from the row as read and made by one statement with their answer's record
-// (review, PATCH user: src/idempotency/index.ts, ReadThenWrite). What must hold: a write that
+// (review, PATCH user: inOneStatement, src/idempotency/store.ts). What must hold: a write that
 // meets a row changed after it was read writes nothing and decides again from the row as it is
 // then (the answer shows that row); a decision that never writes ends in 409 with nothing stored;
 // the answer is the row as PostgreSQL stores it (a uuid sent in upper case answers in lower case,
 // as a read of it does).
 import t from 'tap'
-import type { FastifyReply, FastifyRequest } from 'fastify'
-import { createIdempotency, MAX_DECISIONS } from '../../src/idempotency/index.js'
+import { answerIdempotently, inOneStatement, MAX_DECISIONS } from '../../src/idempotency/index.js'
+import type { IdempotentRequest } from '../../src/idempotency/request.js'
+import { answerStore } from '../../src/idempotency/store.js'
 import { AppError } from '../../src/errors.js'
 import { buildTestApp, newKey } from '../helpers/app.js'
 import { createTestDatabase } from '../helpers/database.js'
@@ -84,23 +85,22 @@ t.test('a PATCH with upper-case uuids answers them as stored, as a later read do
 t.test('a decision that never writes ends in 409 after MAX_DECISIONS lookups, with nothing stored', async (t) => {
   const { sql } = await createTestDatabase(t)
   const unused = () => Promise.reject(new Error('a write in one statement opens no transaction'))
-  const answerIdempotently = createIdempotency<{ sql: typeof sql }>({ sql, transaction: unused }, 24)
+  const db = answerStore({ sql, transaction: unused }, 24)
   let decisions = 0
-  const request = {
-    headers: { 'idempotency-key': 'never-writes' },
-    apiKey: { id: 'k' },
-    routeOptions: { schema: { operationId: 'reviewConspectus' } },
-    params: { conspectus_uuid: '00000000-0000-4000-8000-000000000000' },
-    body: { outcome: 'remembered' },
-  } as unknown as FastifyRequest
-  const reply = { serializeInput: (body: unknown) => JSON.stringify(body) } as unknown as FastifyReply
-  const refused = await answerIdempotently(request, reply, {
-    query: sql`select 1 as one`,
+  const request: IdempotentRequest = {
+    keyId: 'k',
+    scope: '/api/v1/conspectuses/00000000-0000-4000-8000-000000000000/actions/review',
+    key: 'never-writes',
+    hash: 'hash of the body',
+    serialize: (_status, body) => JSON.stringify(body),
+  }
+  const refused = await answerIdempotently(db, request, {
+    read: sql`select 1 as one`,
     take: () => ({}),
-    write: () => {
+    store: () => {
       decisions++
       // A write that finds its row changed every time: it returns no row.
-      return { status: 200 as const, body: {}, statement: sql`select 1 where false` }
+      return inOneStatement(db, request, { status: 200, body: {}, statement: sql`select 1 where false` })
     },
   }).catch((err: unknown) => err)
   t.ok(refused instanceof AppError)

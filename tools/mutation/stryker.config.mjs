@@ -9,7 +9,8 @@
 // retested. MUTATION_MUTATE narrows a run to given ranges; the others keep their earlier results.
 const modules = {
   idempotency: {
-    mutate: ['src/idempotency/**/*.ts'],
+    // The loop, the request's key, the stores, and the reply helper that sends the answer.
+    mutate: ['src/idempotency/**/*.ts', 'src/http/send-answer.ts'],
     tests: [
       'idempotency/other-unique-violations',
       'idempotency/hashed-properties',
@@ -21,6 +22,8 @@ const modules = {
       'idempotency/partners',
       'idempotency/rolling-upgrade',
       'idempotency/concurrent-twins',
+      // a row changed after its read: decided again, then 409 CONCURRENT_UPDATE
+      'idempotency/one-statement-writes',
       // a secret is sent once and never stored (shownOnce)
       'auth/admin-keys',
     ],
