@@ -1,5 +1,8 @@
-// Composition root: the HTTP edge, the cross-cutting plugins and the routes. The order of
-// checks on a request is decided in one place: src/plugins/app/request-pipeline.ts.
+// Composition root: how a request travels through the service, in the order it does. Each group
+// below registers what that step needs; a plugin's `dependencies` (fastify-plugin) name what must
+// be registered before it, and Fastify refuses to start when that order is broken. Which checks
+// an operation gets, and in which order, is decided once per route by
+// src/plugins/app/request-pipeline.ts (docs/architecture.md, "How a request travels").
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -9,34 +12,33 @@ import Fastify, {
 import pinoPretty from 'pino-pretty'
 import type { Config } from './config.js'
 import type { Sql } from './db/client.js'
+import { withDatabaseDeadlines } from './db/request-deadlines.js'
+import { requestIdFrom } from './http/request-id.js'
 import { serverOptions } from './http/server-options.js'
-import configPlugin from './plugins/app/config.js'
-import requestIdPlugin, { requestIdFrom } from './plugins/app/request-id.js'
-import errorHandlerPlugin, { safeErrorFields } from './plugins/app/error-handler.js'
-import metricsPlugin from './plugins/external/metrics.js'
-import databasePlugin from './plugins/app/database.js'
-import idempotencyPurgePlugin from './plugins/app/idempotency-purge.js'
-import telemetryLifecyclePlugin from './plugins/app/telemetry-lifecycle.js'
-import analyticsRollupPlugin from './plugins/app/analytics-rollup.js'
-import authPlugin from './plugins/app/auth.js'
-import rateLimitPlugin from './plugins/external/rate-limit.js'
-import requestLogPlugin from './plugins/app/request-log.js'
-import analyticsPagePlugin from './plugins/external/analytics-page.js'
-import docsPlugin from './plugins/external/docs.js'
-import jsonBodyPlugin from './plugins/app/json-body.js'
-import jsonOnlyBodiesPlugin from './plugins/app/json-only-bodies.js'
-import corsPlugin from './plugins/external/cors.js'
-import loadSheddingPlugin from './plugins/external/load-shedding.js'
-import bodyBudgetPlugin from './plugins/app/body-budget.js'
-import earlyClosePlugin from './plugins/app/early-close.js'
-import requestPipelinePlugin from './plugins/app/request-pipeline.js'
-import routesPlugin from './plugins/external/routes.js'
-import contractStatesPlugin from './plugins/app/contract-states.js'
 import { answerStore } from './idempotency/store.js'
 import { createWrites } from './repositories/index.js'
-import { createServiceHandlers } from '../handlers/index.js'
-import { withDatabaseDeadlines } from './db/request-deadlines.js'
 import type { Tracing } from './tracing/index.js'
+import analyticsPagePlugin from './plugins/app/analytics-page.js'
+import analyticsRollupPlugin from './plugins/app/analytics-rollup.js'
+import authPlugin from './plugins/app/auth.js'
+import configPlugin from './plugins/app/config.js'
+import contractStatesPlugin from './plugins/app/contract-states.js'
+import databasePlugin from './plugins/app/database.js'
+import earlyClosePlugin from './plugins/app/early-close.js'
+import errorHandlerPlugin, { safeErrorFields } from './plugins/app/error-handler.js'
+import idempotencyPurgePlugin from './plugins/app/idempotency-purge.js'
+import jsonBodyPlugin from './plugins/app/json-body.js'
+import requestIdPlugin from './plugins/app/request-id.js'
+import requestLogPlugin from './plugins/app/request-log.js'
+import requestPipelinePlugin from './plugins/app/request-pipeline.js'
+import telemetryLifecyclePlugin from './plugins/app/telemetry-lifecycle.js'
+import corsPlugin from './plugins/external/cors.js'
+import docsPlugin from './plugins/external/docs.js'
+import loadSheddingPlugin from './plugins/external/load-shedding.js'
+import metricsPlugin from './plugins/external/metrics.js'
+import rateLimitPlugin from './plugins/external/rate-limit.js'
+import routesPlugin from './plugins/external/routes.js'
+import { createServiceHandlers } from '../handlers/index.js'
 
 export interface AppOptions {
   config: Config
@@ -101,34 +103,40 @@ export async function buildApp({
     // The contract declares no HEAD operations: HEAD is an undeclared method (405 with Allow).
     exposeHeadRoutes: false,
   }) as unknown as FastifyInstance
-  // JSON only: any other content type answers 415.
+  // JSON only: any other media type answers 415 (application/json is json-body's, below).
   app.removeContentTypeParser('text/plain')
+  const clock = now ?? (() => new Date())
 
-  // First, so that its request span is open before any other hook runs.
-  if (tracing) await tracing.register(app)
-  app.decorate('tracing', tracing ?? null)
-  await app.register(configPlugin, { config })
-  // Before any other onRequest hook: a request answered there (an unrouted one, a refused key)
-  // is timed too.
-  await app.register(metricsPlugin)
-  await app.register(jsonBodyPlugin)
-  await app.register(jsonOnlyBodiesPlugin)
-  await app.register(requestIdPlugin)
-  await app.register(earlyClosePlugin)
-  await app.register(requestLogPlugin)
-  await app.register(errorHandlerPlugin)
-  await app.register(databasePlugin, { sql, exportMaxConnections: config.export.maxConnections })
+  // 1. What every later step reads. Their request hooks run first, in this order: the span, the
+  //    timer, then who is calling.
+  if (tracing) await tracing.register(app) // onRequest: the request's span, open before any other hook
+  await app.register(configPlugin, { config }) // fastify.config
+  await app.register(metricsPlugin) // onRequest: the timer, so that an early answer is timed too; onResponse: the counters; GET /metrics
+  await app.register(databasePlugin, { sql, exportMaxConnections: config.export.maxConnections }) // fastify.db
+  await app.register(authPlugin, { listenWith: listenForKeyChanges ? sql : undefined }) // onRequest: request.apiKey
+
+  // 2. Every request, routed or not, in this order.
+  await app.register(requestIdPlugin) // onRequest: X-Request-Id on every answer
+  await app.register(errorHandlerPlugin) // onRequest: 404, or 405 with Allow, unread; then every error's envelope
+  await app.register(corsPlugin) // onRequest: CORS (preflight included) for the telemetry ingest routes
+  await app.register(loadSheddingPlugin) // measures load (fastify.loadShedding); the pipeline sheds
+  await app.register(earlyClosePlugin) // onSend: an answer given before the body was read closes the connection
+  await app.register(requestLogPlugin) // onResponse: one line per request
+  await app.register(jsonBodyPlugin) // the body parser: application/json, strict UTF-8, capped values
+
+  // 3. The checks of each operation (the order of checks), attached once, when its route is made.
+  await app.register(rateLimitPlugin, { windowClock: rateLimitClock, tracing }) // stage 1's hook
+  await app.register(requestPipelinePlugin) // the one onRoute hook: every route's options
+
+  // 4. Work beside the requests.
   await app.register(idempotencyPurgePlugin)
-  await app.register(telemetryLifecyclePlugin, { now: now ?? (() => new Date()) })
+  await app.register(telemetryLifecyclePlugin, { now: clock })
   await app.register(analyticsRollupPlugin, { intervalMs: config.analyticsRefreshIntervalMs })
-  await app.register(corsPlugin)
-  await app.register(authPlugin, { listenWith: listenForKeyChanges ? sql : undefined })
-  await app.register(rateLimitPlugin, { windowClock: rateLimitClock })
-  await app.register(loadSheddingPlugin)
-  await app.register(bodyBudgetPlugin)
-  await app.register(requestPipelinePlugin)
-  await app.register(docsPlugin)
-  await app.register(analyticsPagePlugin)
+
+  // 5. The routes: pages outside the contract, then the contract's operations (the handlers,
+  //    built here: no plugin imports them).
+  await app.register(docsPlugin) // /openapi.json, /docs, /arazzo.yaml
+  await app.register(analyticsPagePlugin) // /analytics
   app.decorate('draining', false)
   // Every handler's database work within the request's deadline (src/db/deadline.ts).
   const serviceHandlers = withDatabaseDeadlines(
@@ -139,20 +147,20 @@ export async function buildApp({
       apiKeys: app.apiKeys,
       writes: createWrites(answerStore(app.db, config.idempotencyTtlHours)),
       isDraining: () => app.draining,
-      isUnderPressure: () => app.overloaded(),
+      isUnderPressure: app.loadShedding.overloaded,
       refreshAnalytics: () =>
         void app.analyticsRollup.refresh().catch((err) => app.log.warn({ err }, 'analytics rollup refresh failed')),
-      now: now ?? (() => new Date()),
+      now: clock,
     }),
   )
-  await app.register(routesPlugin, { serviceHandlers })
-  await app.register(contractStatesPlugin)
+  await app.register(routesPlugin, { serviceHandlers }) // fastify-openapi-glue: one route per operation
+  await app.register(contractStatesPlugin) // POST /_contract/provider-states, for contract tests only
   return app
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Null when tracing is off. */
-    tracing: Tracing | null
+    /** Set when shutdown begins (src/server.ts); /ready answers not_ready from then on. */
+    draining: boolean
   }
 }

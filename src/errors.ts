@@ -41,3 +41,9 @@ export const appError = (key: ErrorKey, headers?: Record<string, string>) => new
 export function validationEntries(group: string): CatalogueEntry[] {
   return errorCatalogue.filter((e) => 'group' in e && ([] as readonly string[]).concat(e.group).includes(group))
 }
+
+/** The catalogued error a reply answers (`reply.answeredError`): read by the request log and metrics. */
+export interface AnsweredError {
+  code: string
+  key: string
+}

@@ -34,7 +34,7 @@ export const markTimedOutByServer = (socket: Socket): void => {
 export const timedOutByServer = (socket: Socket | null | undefined): boolean => socket != null && timedOut.has(socket)
 
 type ClientErrorHandler = (
-  this: Pick<FastifyInstance, 'countEdgeAnswer'> & { log: { info: (obj: object, msg: string) => void } },
+  this: Pick<FastifyInstance, 'serviceMetrics'> & { log: { info: (obj: object, msg: string) => void } },
   err: NodeJS.ErrnoException,
   socket: Socket,
 ) => void
@@ -46,7 +46,7 @@ const clientErrorHandler: ClientErrorHandler = function (err, socket) {
   const key = PARSER_ERRORS[err.code ?? ''] ?? 'MALFORMED_REQUEST'
   if (key === 'REQUEST_TIMEOUT') timedOut.add(socket)
   this.log.info({ code: err.code }, key === 'REQUEST_TIMEOUT' ? 'request timed out' : 'malformed request refused')
-  if (answerAndClose(socket, key)) this.countEdgeAnswer(key)
+  if (answerAndClose(socket, key)) this.serviceMetrics.countEdgeAnswer(key)
 }
 
 /** Errors find-my-way raises while routing (undecodable URL): 400, the path never echoed. */

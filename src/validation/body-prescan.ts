@@ -300,3 +300,9 @@ export function bodyPrescan(method: string, url: string): BodyPrescan | null {
   const caps = capsByRoute.get(`${method} ${url}`)
   return caps ? new BodyPrescan(caps) : null
 }
+
+/** What makes the scans of this operation's bodies (looked up once, when its route is made), or null when none of its values has a cap. */
+export function bodyPrescans(method: string, url: string): (() => BodyPrescan) | null {
+  const caps = capsByRoute.get(`${method} ${url}`)
+  return caps ? () => new BodyPrescan(caps) : null
+}

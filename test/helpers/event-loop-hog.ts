@@ -27,7 +27,7 @@ export function hogEventLoop(sliceMs = 200): () => void {
 export async function hogUntilOverloaded(app: FastifyInstance, withinMs = 10_000): Promise<() => void> {
   const stop = hogEventLoop()
   const deadline = performance.now() + withinMs
-  while (!app.overloaded()) {
+  while (!app.loadShedding.overloaded()) {
     if (performance.now() > deadline) {
       stop()
       throw new Error(`not overloaded within ${withinMs} ms of hogging the event loop`)

@@ -2,7 +2,7 @@
 // cannot be left. (Checked by hand in headless Chromium at http://127.0.0.2:PORT/docs.)
 import t from 'tap'
 import { buildTestApp } from '../helpers/app.js'
-import { escapesStaticFolder } from '../../src/plugins/external/docs.js'
+import { escapesStaticFolder } from '../../src/docs/static-path.js'
 
 t.test('the page is allowed to load its assets over plain HTTP and reads /openapi.json', async (t) => {
   const api = await buildTestApp(t)

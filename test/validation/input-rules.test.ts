@@ -3,7 +3,7 @@
 import t from 'tap'
 import { isBoundedDateTime } from '../../src/validation/date-time.js'
 import { unacceptableNumber, unacceptableString } from '../../src/validation/input-rules.js'
-import { isUtf8ContentType, nestedDeeperThan, unacceptableJsonText } from '../../src/plugins/app/json-body.js'
+import { isUtf8ContentType, nestedDeeperThan, unacceptableJsonText } from '../../src/validation/json-body-rules.js'
 import { echoable, toValidationItems, validationBody } from '../../src/validation/validation-errors.js'
 import { containerGuard } from '../../src/validation/container-guard.js'
 import { sizeLimitsOf } from '../../src/validation/json-size-limits.js'

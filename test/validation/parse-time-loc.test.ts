@@ -1,6 +1,6 @@
 // Values refused at parse time (a non-finite or unsafe number, NUL, a lone surrogate) are located
 // like schema errors: 422 with the code of the field that holds them and `loc` down to the item,
-// in a batch, a single event, users and conspectuses (src/plugins/json-body.ts).
+// in a batch, a single event, users and conspectuses (src/plugins/app/json-body.ts).
 import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
 import { buildTestApp } from '../helpers/app.js'

@@ -4,6 +4,7 @@ import { PoolUsage } from '../../db/pool-usage.js'
 import { ConnectionShare } from '../../db/connection-share.js'
 import { watchStatements } from '../../db/statement-channel.js'
 import { describeStatement } from '../../db/statement-names.js'
+import { registerPoolGauges } from '../../metrics/pool-gauges.js'
 import { createRepositories } from '../../repositories/index.js'
 import { createTransact } from '../../db/transaction.js'
 import type { Database, Transaction } from '../../db/database.js'
@@ -14,10 +15,10 @@ declare module 'fastify' {
   }
 }
 
-/** Exposes PostgreSQL as `fastify.db`. The pool belongs to the caller, which closes it. */
+/** Exposes PostgreSQL as `fastify.db`, and its pool gauges. The pool belongs to the caller, which closes it. */
 export default fp<{ sql: Sql; exportMaxConnections: number }>(
   async (fastify, { sql, exportMaxConnections }) => {
-    const observe = fastify.observeDbOperation
+    const observe = fastify.serviceMetrics.observeDbOperation
     const usage = new PoolUsage()
     // Every statement's time and count in flight, from postgres.js's diagnostics channel: no
     // wrapper around the client or the repositories. The channel is the process's, so a process
@@ -55,6 +56,7 @@ export default fp<{ sql: Sql; exportMaxConnections: number }>(
       },
     }
     fastify.decorate('db', db)
+    registerPoolGauges(fastify.metrics.client, db)
   },
   { name: 'database', dependencies: ['metrics'] },
 )

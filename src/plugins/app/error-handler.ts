@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { AppError, appError, type ErrorKey } from '../../errors.js'
-import { allowedMethods, declareServedPage } from '../../http/declared-methods.js'
+import { type AnsweredError, AppError, appError, type ErrorKey } from '../../errors.js'
+import { answerUnrouted, sendError } from '../../http/error-answer.js'
 import { timedOutByServer } from '../../http/server-options.js'
 import { isDatabaseUnavailable } from '../../db/unavailable.js'
 import { RequestValidationError } from '../../validation/request-validation-error.js'
@@ -36,11 +36,6 @@ declare module 'fastify' {
   }
 }
 
-export interface AnsweredError {
-  code: string
-  key: string
-}
-
 function validationGroup(request: FastifyRequest): string | null {
   return (
     ((request.routeOptions.schema as Record<string, unknown> | undefined)?.['x-validation-group'] as string) ?? null
@@ -52,12 +47,6 @@ function sendValidation(request: FastifyRequest, reply: FastifyReply, items: Ret
   const first = items[0]
   if (first) reply.answeredError = { code: first.code, key: first.key }
   return reply.code(422).send(validationBody(request.method, request.url.split('?')[0]!, items))
-}
-
-function sendError(reply: FastifyReply, err: AppError) {
-  reply.answeredError = { code: err.code, key: err.key }
-  if (Object.keys(err.headers).length > 0) reply.headers(err.headers)
-  return reply.code(err.statusCode).send(err.envelope())
 }
 
 /** The catalogue entry for a framework or plugin error that carries a 4xx status. */
@@ -105,7 +94,7 @@ export default fp(
       if (clientWentAway(request)) {
         const timedOut = timedOutByServer(request.raw.socket)
         // The server's own 408 is counted where it was written, at the HTTP edge.
-        if (!timedOut) fastify.countAbortedRequest(request)
+        if (!timedOut) fastify.serviceMetrics.countAbortedRequest(request)
         const why = timedOut ? 'request timed out' : 'client aborted'
         request.log.info({ code: typeof error.code === 'string' ? error.code : undefined }, why)
         return sendError(reply, appError('MALFORMED_REQUEST'))
@@ -127,31 +116,12 @@ export default fp(
       return sendError(reply, appError('INTERNAL_ERROR'))
     })
 
-    // No route for this method and path: 405 with Allow when the path exists (204 for OPTIONS),
-    // else 404. Answered at onRequest, so an unrouted request's body is never read.
-    const answerUnrouted = (request: FastifyRequest, reply: FastifyReply) => {
-      const allow = allowedMethods(request.url.split('?')[0]!)
-      if (allow === null) return sendError(reply, appError('ROUTE_NOT_FOUND'))
-      if (request.method === 'OPTIONS') return reply.code(204).header('allow', allow).send()
-      // A route of this method that sent the request on (a static file that is not there).
-      if (allow.split(', ').includes(request.method)) return sendError(reply, appError('ROUTE_NOT_FOUND'))
-      reply.header('allow', allow)
-      return sendError(reply, appError('METHOD_NOT_ALLOWED'))
-    }
+    // Answered at onRequest, so an unrouted request's body is never read (src/http/error-answer.ts).
     fastify.addHook('onRequest', (request, reply, done) => {
       if (request.is404) return answerUnrouted(request, reply)
       done()
     })
     fastify.setNotFoundHandler(answerUnrouted)
-    // Pages outside the contract answer unrouted methods as contract paths do. HEAD is declared
-    // nowhere (the contract says so): a plugin's own HEAD route (@fastify/static's) answers 405 too.
-    fastify.addHook('onRoute', (route) => {
-      const methods = Array.isArray(route.method) ? route.method : [route.method]
-      if (methods.includes('GET')) declareServedPage(route.url ?? route.path)
-      if (!methods.includes('HEAD')) return
-      if (methods.length === 1) route.handler = answerUnrouted
-      else route.method = methods.filter((method) => method !== 'HEAD')
-    })
   },
-  { name: 'error-handler' },
+  { name: 'error-handler', dependencies: ['metrics'] },
 )

@@ -2,125 +2,10 @@ import { Transform, type Readable } from 'node:stream'
 import fp from 'fastify-plugin'
 import type { FastifyRequest, preParsingHookHandler } from 'fastify'
 import type { ErrorObject } from 'ajv'
-import { type BodyPrescan, bodyPrescan, MAX_DEPTH } from '../../validation/body-prescan.js'
-import { closingQuote } from '../../validation/json-text.js'
-import { INPUT_RULE_SCHEMA_PATH, unacceptableNumber, unacceptableString } from '../../validation/input-rules.js'
+import { type BodyPrescan, bodyPrescans } from '../../validation/body-prescan.js'
+import { INPUT_RULE_SCHEMA_PATH } from '../../validation/input-rules.js'
+import { isUtf8ContentType, locateUnacceptable, unacceptableJsonText } from '../../validation/json-body-rules.js'
 import { pointerOf } from '../../validation/schema-nodes.js'
-
-// Arbitrarily deep documents (past MAX_DEPTH) do not survive recursive serializers (refused at
-// parse time as a malformed body, 422 `..._BODY_INVALID`). The string and number rules of
-// input-rules.ts hold inside free-form JSON too: a value that breaks them is refused at parse time
-// with its place (`loc` down to the item) and the code of the field that holds it, as schema
-// validation does.
-
-/** Where the first value that breaks the string or number rules sits, and why; or null. Only
- * called once the fast walk found one, so building paths here costs nothing on valid bodies. */
-/** Where a refused value is, what is wrong with it, and its kind: the 422 item's `details.type`. */
-export interface UnacceptableValue {
-  path: (string | number)[]
-  problem: string
-  type: 'string_invalid' | 'number_invalid'
-}
-
-export function locateUnacceptable(value: unknown): UnacceptableValue | null {
-  const stack: { node: unknown; path: (string | number)[] }[] = [{ node: value, path: [] }]
-  while (stack.length > 0) {
-    const { node, path } = stack.pop()!
-    if (typeof node === 'string') {
-      const problem = unacceptableString(node)
-      if (problem) return { path, problem, type: 'string_invalid' }
-    } else if (typeof node === 'number') {
-      const problem = unacceptableNumber(node)
-      if (problem) return { path, problem, type: 'number_invalid' }
-    } else if (node !== null && typeof node === 'object') {
-      // Pushed in reverse so the first offender in document order is found first.
-      const entries: [string | number, unknown][] = Array.isArray(node)
-        ? node.map((v, i) => [i, v])
-        : Object.entries(node)
-      for (let i = entries.length - 1; i >= 0; i--) {
-        const [key, child] = entries[i]!
-        if (typeof key === 'string') {
-          const problem = unacceptableString(key)
-          // The loc stops at the object: the name itself cannot be echoed.
-          if (problem) return { path, problem: `has a property name that ${problem}`, type: 'string_invalid' }
-        }
-        stack.push({ node: child, path: [...path, key] })
-      }
-    }
-  }
-  return null
-}
-
-/** Why a parsed JSON value cannot be accepted, or null. Iterative: no recursion on input. */
-export function unacceptableJson(value: unknown): string | null {
-  // Two parallel stacks, not [node, depth] pairs: a 1 MiB body holds ~350,000 nodes.
-  const nodes: unknown[] = [value]
-  const depths: number[] = [1]
-  while (nodes.length > 0) {
-    const node = nodes.pop()
-    const depth = depths.pop()!
-    if (typeof node === 'string') {
-      const problem = unacceptableString(node)
-      if (problem) return problem
-    } else if (typeof node === 'number') {
-      const problem = unacceptableNumber(node)
-      if (problem) return problem
-    } else if (node !== null && typeof node === 'object') {
-      if (depth > MAX_DEPTH) return `is nested deeper than ${MAX_DEPTH} levels`
-      if (Array.isArray(node)) {
-        for (let i = 0; i < node.length; i++) {
-          nodes.push(node[i])
-          depths.push(depth + 1)
-        }
-      } else {
-        for (const key in node) {
-          const problem = unacceptableString(key)
-          if (problem) return problem
-          nodes.push((node as Record<string, unknown>)[key])
-          depths.push(depth + 1)
-        }
-      }
-    }
-  }
-  return null
-}
-
-/** Whether JSON text (already known to parse) nests deeper than `limit`; skips strings. */
-export function nestedDeeperThan(text: string, limit: number): boolean {
-  let depth = 0
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (c === 0x22) {
-      i = closingQuote(text, i)
-    } else if (c === 0x7b || c === 0x5b) {
-      if (++depth > limit) return true
-    } else if (c === 0x7d || c === 0x5d) depth--
-  }
-  return false
-}
-
-// NUL and lone surrogates can only come from `\u` escapes (raw control characters are not JSON,
-// and the strict decoder refuses encoded surrogates); unsafe numbers need 16 digits or an
-// exponent. Text without either skips the walk over every parsed node.
-const MAY_HOLD_BAD_SCALARS = /\\u|[0-9][eE]|[0-9]{16}/
-
-/**
- * The parse-time checks on a JSON body: depth, then scalars when they may be bad; read off the
- * prescan when it went over the whole text as it arrived, else off the text.
- */
-export function unacceptableJsonText(text: string, value: unknown, scan?: BodyPrescan): string | null {
-  if (scan?.complete) return scan.mayHoldBadScalars ? unacceptableJson(value) : null
-  if (nestedDeeperThan(text, MAX_DEPTH)) return `is nested deeper than ${MAX_DEPTH} levels`
-  return MAY_HOLD_BAD_SCALARS.test(text) ? unacceptableJson(value) : null
-}
-
-const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)"?/i
-
-/** The declared charset is UTF-8 or absent (JSON is UTF-8 on the wire, RFC 8259). */
-export function isUtf8ContentType(contentType: string | undefined): boolean {
-  const charset = CHARSET.exec(contentType ?? '')?.[1]?.toLowerCase()
-  return charset === undefined || charset === 'utf-8' || charset === 'utf8'
-}
 
 /**
  * A 422 whose one item is `item` (a body check's failure before schema validation). Without a
@@ -184,13 +69,20 @@ function scanningBody(payload: Readable, scan: BodyPrescan, request: FastifyRequ
   return payload.pipe(scanned)
 }
 
-const prescanBody: preParsingHookHandler = (request, _reply, payload, done) => {
-  const scan = bodyPrescan(request.method, request.routeOptions.url ?? '')
-  // A body the parser will refuse unread (another media type or charset: 415) is not scanned.
-  const type = request.headers['content-type']
-  if (!scan || !type?.toLowerCase().startsWith('application/json') || !isUtf8ContentType(type))
-    return done(null, payload)
-  done(null, scanningBody(payload, scan, request))
+/**
+ * The preParsing hook of an operation whose body has capped values (src/validation/body-prescan.ts),
+ * or null when it has none: the request pipeline puts it on the operation's route.
+ */
+export function prescanHookFor(method: string, url: string): preParsingHookHandler | null {
+  const newScan = bodyPrescans(method, url)
+  if (!newScan) return null
+  // Named: the order-of-checks test reads hooks by name.
+  return function prescanBody(request, _reply, payload, done) {
+    // A body the parser will refuse unread (another media type or charset: 415) is not scanned.
+    const type = request.headers['content-type']
+    if (!type?.toLowerCase().startsWith('application/json') || !isUtf8ContentType(type)) return done(null, payload)
+    done(null, scanningBody(payload, newScan(), request))
+  }
 }
 
 const malformed = (why: string) =>
@@ -203,13 +95,8 @@ const malformed = (why: string) =>
 export default fp(
   async (fastify) => {
     const parseJson = fastify.getDefaultJsonParser('error', 'error')
-    // Operations with capped values measure them as the body arrives.
+    // Operations with capped values measure them as the body arrives (prescanHookFor).
     fastify.decorateRequest(DECODED as unknown as string, undefined)
-    fastify.addHook('onRoute', (route) => {
-      const methods = [route.method].flat()
-      if (!methods.some((method) => bodyPrescan(method, route.url) !== null)) return
-      route.preParsing = [...[route.preParsing ?? []].flat(), prescanBody]
-    })
     const utf8 = new TextDecoder('utf-8', { fatal: true })
     fastify.removeContentTypeParser('application/json')
     fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {

@@ -1,18 +1,19 @@
 import fp from 'fastify-plugin'
-import type { FastifyRequest, onRequestHookHandler, preHandlerHookHandler, RouteOptions } from 'fastify'
+import type { onRequestHookHandler, preHandlerHookHandler, preParsingHookHandler, RouteOptions } from 'fastify'
 import { operations, type OperationId, type OperationInfo } from '../../../generated/operations.js'
 import { appError } from '../../errors.js'
 import { requireScope } from '../../auth/scope.js'
 import { checkSystems } from '../../auth/systems.js'
 import { checkOptionalIdempotencyKey, IDEMPOTENCY_KEY_HEADER, requireIdempotencyKey } from '../../idempotency/key.js'
 import { createRouteValidatorCompiler } from '../../validation/validator-compiler.js'
-import { declaredBodyBytes } from '../../http/body-budget.js'
-import { withJsonResponsesByStatus } from '../../http/json-responses.js'
-import { answerAndClose } from '../../http/raw-answer.js'
-import type { Upload } from '../../http/upload-rate.js'
-import type { ServerResponse } from 'node:http'
-import { markTimedOutByServer } from '../../http/server-options.js'
-import { addressClient } from '../external/rate-limit.js'
+import { createBodyBudget } from '../../http/body-budget.js'
+import { createClientHoldings } from '../../http/client-holdings.js'
+import { answerAsDeclared } from '../../http/error-answer.js'
+import { createHoldStages } from '../../http/hold-stages.js'
+import { shapeOperationSchema } from '../../http/operation-schema.js'
+import { createUploadRateWatch } from '../../http/upload-rate.js'
+import { registerHoldingGauges } from '../../metrics/holding-gauges.js'
+import { prescanHookFor } from './json-body.js'
 
 /**
  * The order of checks on a request, for every operation of the contract, in one place.
@@ -70,9 +71,15 @@ import { addressClient } from '../external/rate-limit.js'
  * Which stages an operation gets comes from generated/operations.ts, i.e. from the spec:
  * its `security` requirement and scopes, its parameters and body. Routes that are not
  * operations of the spec (/docs assets) get none.
+ *
+ * This file is the one place that shapes routes: its onRoute hook decides every route's options
+ * once, when fastify-openapi-glue (or a plugin) makes the route: the stages above as the route's
+ * own hooks (nothing per request tests whether a stage applies), the operation's validators and
+ * schemas, and for every route how it answers methods it lacks (HEAD: 405).
  */
 export interface OperationStages {
   onRequest: onRequestHookHandler[]
+  preParsing: preParsingHookHandler[]
   preHandler: preHandlerHookHandler[]
 }
 
@@ -84,160 +91,99 @@ export function trafficClassOf(op: Pick<OperationInfo, 'public' | 'scopes'>): Tr
   return op.scopes.length > 0 && op.scopes.every((scope) => scope === 'telemetry:ingest') ? 'best-effort' : 'partner'
 }
 
-/**
- * What a request holds until its response closes: a place among its client's requests (and its
- * partner's, for a stored key), and its body's bytes.
- */
-interface Held {
-  client: string
-  /** the partner's root id, when the key is not its own root */
-  partner: string | null
-  bodyBytes: number
-  upload: Upload | undefined
-}
-const HELD = Symbol('held')
-type HoldingResponse = ServerResponse & { [HELD]?: Held }
+type Route = RouteOptions & { path?: string }
 
-/** Seconds a client held back for what it holds waits: its requests end within about that. */
-const HOLDINGS_RETRY_AFTER = { 'retry-after': '1' }
+/** The operation a route of fastify-openapi-glue serves, or null for any other route. */
+function operationOf(route: Route): [OperationId, OperationInfo] | null {
+  const operationId = (route.schema as { operationId?: string } | undefined)?.operationId
+  if (operationId === undefined) return null
+  const op = (operations as Record<string, OperationInfo>)[operationId]
+  if (!op)
+    throw new Error(
+      `route ${route.method} ${route.url} names operation ${operationId}, which generated/operations.ts does not know: run make generate`,
+    )
+  return [operationId as OperationId, op]
+}
+
+/** The route's hooks of a phase with `before` ahead of them and `after` behind. */
+const around = <H>(own: H | H[] | undefined, before: H[], after: H[] = []): H[] => [
+  ...before,
+  ...(own === undefined ? [] : Array.isArray(own) ? own : [own]),
+  ...after,
+]
 
 export default fp(
   async (fastify) => {
-    const { config } = fastify
+    const { config, serviceMetrics: metrics, loadShedding } = fastify
     const rateLimit = fastify.rateLimitHook
-    const holdings = fastify.clientHoldings
-    const budget = fastify.bodyBudget
+
+    // What requests hold until their responses close, and the gauges that show it.
+    const budget = createBodyBudget(config.bodyBytesInFlightMax)
+    const holdings = createClientHoldings()
+    const uploadRate = createUploadRateWatch(config.minUploadBytesPerSecond, config.minUploadGraceMs)
+    fastify.addHook('onClose', (_instance, done) => {
+      uploadRate.close()
+      done()
+    })
+    registerHoldingGauges(fastify.metrics.client, budget, holdings)
+
     // Callback hooks: no promise per request.
     const overloaded = () =>
       appError('SERVICE_OVERLOADED', { 'retry-after': String(config.loadShed.retryAfterSeconds) })
-    const clientOf = (request: FastifyRequest) => request.apiKeyId ?? addressClient(request)
-    // What a request holds is given back by one listener, shared by every response (the response
-    // is `this`, and carries what its request holds).
-    const giveBack = function (this: HoldingResponse) {
-      const held = this[HELD]!
-      holdings.leave(held.client)
-      if (held.partner !== null) holdings.leave(held.partner)
-      if (held.bodyBytes === 0) return
-      holdings.releaseBody(held.client, held.bodyBytes)
-      if (held.partner !== null) holdings.releaseBody(held.partner, held.bodyBytes)
-      budget.release(held.bodyBytes)
-      fastify.uploadRate.unwatch(held.upload)
-    }
-    const limitConcurrency: onRequestHookHandler = (request, reply, done) => {
-      const key = request.apiKey
-      const max = key?.maxConcurrentRequests ?? config.client.maxConcurrentRequests
-      const client = clientOf(request)
-      if (!holdings.enter(client, max)) {
-        fastify.countRefusal('concurrent_requests', request.apiKeyId)
-        return done(appError('SECURITY_CONCURRENT_REQUESTS_EXCEEDED', HOLDINGS_RETRY_AFTER))
-      }
-      const root = key?.partnerRoot ?? null
-      if (
-        root !== null &&
-        !holdings.enter(root.id, root.maxConcurrentRequests ?? config.client.maxConcurrentRequests)
-      ) {
-        holdings.leave(client)
-        fastify.countRefusal('partner_concurrent_requests', request.apiKeyId)
-        return done(appError('SECURITY_CONCURRENT_REQUESTS_EXCEEDED', HOLDINGS_RETRY_AFTER))
-      }
-      const response = reply.raw as HoldingResponse
-      response[HELD] = { client, partner: root?.id ?? null, bodyBytes: 0, upload: undefined }
-      response.on('close', giveBack)
-      done()
-    }
+    const { limitConcurrency, reserveBody } = createHoldStages({
+      config,
+      holdings,
+      budget,
+      uploadRate,
+      metrics,
+      overloaded,
+    })
     // Named, as every stage's hook: the order-of-checks test reads the hooks by name.
     const shedder = (isShed: () => boolean): onRequestHookHandler =>
       function shedLoad(request, _reply, done) {
         if (!isShed()) return done()
-        fastify.countRefusal('load_shed', request.apiKeyId)
+        metrics.countRefusal('load_shed', request.apiKeyId)
         done(overloaded())
       }
-    const shedPartner = shedder(() => fastify.overloaded())
-    const shedBestEffort = shedder(() => fastify.strained())
+    const shedPartner = shedder(loadShedding.overloaded)
+    const shedBestEffort = shedder(loadShedding.strained)
     const requireApiKey: onRequestHookHandler = (request, _reply, done) => {
       done(request.apiKeyId === null ? appError('SECURITY_AUTH_REQUIRED') : undefined)
     }
-    // After the key check: a caller without a key is refused unread and reserves nothing.
-    const reserveBody: onRequestHookHandler = (request, reply, done) => {
-      const encoding = request.headers['content-encoding']
-      if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity')
-        return done(appError('UNSUPPORTED_CONTENT_ENCODING'))
-      const bytes = declaredBodyBytes(request.raw, config.bodyLimitBytes)
-      if (bytes === 0) return done()
-      // The process-wide budget is looked at first, so that a client is not held for bytes it
-      // would then not get; both are taken together (nothing awaits in between).
-      if (!budget.fits(bytes)) {
-        fastify.countRefusal('process_body_bytes_in_flight', request.apiKeyId)
-        return done(overloaded())
-      }
-      const max = request.apiKey?.maxBodyBytesInFlight ?? config.client.maxBodyBytesInFlight
-      // Entered at stage 2 (limitConcurrency), whose listener gives the body back too.
-      const held = (reply.raw as HoldingResponse)[HELD]!
-      if (!holdings.holdBody(held.client, bytes, max)) {
-        fastify.countRefusal('body_bytes_in_flight', request.apiKeyId)
-        return done(appError('SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED', HOLDINGS_RETRY_AFTER))
-      }
-      if (held.partner !== null) {
-        const root = request.apiKey!.partnerRoot!
-        if (!holdings.holdBody(held.partner, bytes, root.maxBodyBytesInFlight ?? config.client.maxBodyBytesInFlight)) {
-          holdings.releaseBody(held.client, bytes)
-          fastify.countRefusal('partner_body_bytes_in_flight', request.apiKeyId)
-          return done(appError('SECURITY_BODY_BYTES_IN_FLIGHT_EXCEEDED', HOLDINGS_RETRY_AFTER))
-        }
-      }
-      budget.reserve(bytes)
-      held.bodyBytes = bytes
-      const keyId = request.apiKeyId
-      held.upload = fastify.uploadRate.watch(request.raw, (socket) => {
-        markTimedOutByServer(socket)
-        fastify.countRefusal('min_upload_rate', keyId)
-        request.log.info({ code: 'COMMON_408' }, 'request body too slow')
-        if (answerAndClose(socket, 'REQUEST_BODY_TOO_SLOW')) fastify.countEdgeAnswer('REQUEST_BODY_TOO_SLOW')
-      })
-      done()
-    }
 
+    /** The stages an operation gets, by phase, in the order of the list above. */
     function stagesFor(op: OperationInfo): OperationStages {
       const onRequest: onRequestHookHandler[] = []
+      const preParsing: preParsingHookHandler[] = []
       const preHandler: preHandlerHookHandler[] = []
       const shedLoad = trafficClassOf(op) === 'best-effort' ? shedBestEffort : shedPartner
       if (!op.public) onRequest.push(rateLimit, limitConcurrency, shedLoad, requireApiKey, requireScope(op.scopes))
       if (!op.public && op.bodySchema !== null) onRequest.push(reserveBody)
+      const prescanBody = prescanHookFor(op.method, op.url)
+      if (prescanBody) preParsing.push(prescanBody)
       if (!op.public && op.systemUuidIn.length > 0) preHandler.push(checkSystems(op.systemUuidIn))
       if (op.idempotent) preHandler.push(requireIdempotencyKey)
       if (op.idempotencyKeyOptional) preHandler.push(checkOptionalIdempotencyKey)
-      return { onRequest, preHandler }
+      return { onRequest, preParsing, preHandler }
     }
 
     const validatorCompiler = createRouteValidatorCompiler()
-    fastify.addHook('onRoute', (route) => {
-      const operationId = (route.schema as { operationId?: string } | undefined)?.operationId
-      if (operationId === undefined) return
-      const op = (operations as Record<string, OperationInfo>)[operationId]
-      if (!op)
-        throw new Error(
-          `route ${route.method} ${route.url} names operation ${operationId}, which generated/operations.ts does not know: run make generate`,
-        )
+    fastify.addHook('onRoute', function decideRouteOptions(route: Route) {
+      answerAsDeclared(route)
+      const operation = operationOf(route)
+      if (!operation) return
+      const [operationId, op] = operation
+      // The Idempotency-Key header is a stage's to check (400, not the schema's 422).
+      shapeOperationSchema(route, op.idempotent || op.idempotencyKeyOptional ? [IDEMPOTENCY_KEY_HEADER] : [])
+      route.validatorCompiler = validatorCompiler(operationId)
       const stages = stagesFor(op)
-      route.onRequest = [...stages.onRequest, ...[route.onRequest ?? []].flat()]
-      route.preHandler = [...[route.preHandler ?? []].flat(), ...stages.preHandler]
-      if (op.idempotent || op.idempotencyKeyOptional) withoutHeader(route, IDEMPOTENCY_KEY_HEADER)
-      withJsonResponsesByStatus(route)
-      route.validatorCompiler = validatorCompiler(operationId as OperationId)
+      route.onRequest = around(route.onRequest, stages.onRequest)
+      route.preParsing = around(route.preParsing, [], stages.preParsing)
+      route.preHandler = around(route.preHandler, [], stages.preHandler)
     })
   },
   {
     name: 'request-pipeline',
-    dependencies: ['config', 'auth', 'rate-limit', 'load-shedding', 'body-budget', 'json-only-bodies'],
+    dependencies: ['config', 'metrics', 'auth', 'rate-limit', 'load-shedding', 'json-body'],
   },
 )
-
-/** Takes a header out of the route's header schema: a pipeline stage checks it instead. */
-function withoutHeader(route: RouteOptions, name: string) {
-  const headers = (route.schema as { headers?: { properties?: Record<string, unknown>; required?: string[] } }).headers
-  if (!headers) return
-  const other = (key: string) => key.toLowerCase() !== name
-  if (headers.properties)
-    headers.properties = Object.fromEntries(Object.entries(headers.properties).filter(([key]) => other(key)))
-  if (headers.required) headers.required = headers.required.filter(other)
-}

@@ -6,24 +6,7 @@ import { readSpec } from '../../spec.js'
 import { buildServedDocument } from '../../docs/served-document.js'
 import { readServedWorkflows } from '../../docs/served-workflows.js'
 import { swaggerUiConfig } from '../../library-types.js'
-
-/** Anything under /docs/static that could leave the asset folder once decoded. */
-export function escapesStaticFolder(url: string): boolean {
-  let path = url.split('?')[0]!
-  // Decode repeatedly so that double-encoded dots and slashes are seen too.
-  for (let i = 0; i < 3; i++) {
-    try {
-      const decoded = decodeURIComponent(path)
-      if (decoded === path) break
-      path = decoded
-    } catch {
-      return true
-    }
-  }
-  return (
-    path.includes('\\') || path.includes('\0') || path.split('/').some((segment) => segment === '..' || segment === '.')
-  )
-}
+import { escapesStaticFolder } from '../../docs/static-path.js'
 
 /**
  * The contract at /openapi.json (spec/openapi.yaml plus each operation's error codes, see

@@ -1,12 +1,15 @@
 import fp from 'fastify-plugin'
 import underPressure from '@fastify/under-pressure'
+import { sampleStrain } from '../../http/load-level.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** True while the process is past a load-shedding threshold. */
-    overloaded(): boolean
-    /** True while the process is past LOAD_SHED_BEST_EFFORT_FRACTION of a threshold: best-effort traffic sheds. */
-    strained(): boolean
+    loadShedding: {
+      /** True while the process is past a load-shedding threshold. */
+      overloaded(): boolean
+      /** True while the process is past LOAD_SHED_BEST_EFFORT_FRACTION of a threshold: best-effort traffic sheds. */
+      strained(): boolean
+    }
   }
 }
 
@@ -20,10 +23,11 @@ const SETTLE_SAMPLES = 2
 
 /**
  * Measures whether the process is overloaded (event-loop delay or utilisation, heap, RSS past
- * the configured thresholds; @fastify/under-pressure) and exposes `fastify.overloaded()`, and
- * `fastify.strained()` for a fraction of the same thresholds (best-effort traffic sheds first).
- * It answers nothing itself: the request pipeline decides which operations shed load (business
- * routes answer 503), /ready reports it, and /live keeps answering.
+ * the configured thresholds; @fastify/under-pressure) and exposes `fastify.loadShedding`:
+ * `overloaded()`, and `strained()` for a fraction of the same thresholds (best-effort traffic
+ * sheds first; src/http/load-level.ts). It answers nothing itself: the request pipeline decides
+ * which operations shed load (business routes answer 503), /ready reports it, and /live keeps
+ * answering.
  */
 export default fp(
   async (fastify) => {
@@ -41,27 +45,15 @@ export default fp(
     fastify.addHook('onReady', async () => {
       settledAt = performance.now() + SETTLE_SAMPLES * SAMPLE_INTERVAL_MS
     })
-    fastify.decorate('overloaded', () => performance.now() >= settledAt && fastify.isUnderPressure())
-
-    // The largest measure / threshold ratio, taken once per sample (a request reads a boolean).
-    const fractionOf = limits.bestEffortFraction
-    let strained = false
-    const sample = () => {
-      const used = fastify.memoryUsage()
-      const ratio = Math.max(
-        limits.maxEventLoopDelayMs > 0 ? used.eventLoopDelay / limits.maxEventLoopDelayMs : 0,
-        limits.maxEventLoopUtilization > 0 ? used.eventLoopUtilized / limits.maxEventLoopUtilization : 0,
-        limits.maxHeapUsedBytes > 0 ? used.heapUsed / limits.maxHeapUsedBytes : 0,
-        limits.maxRssBytes > 0 ? used.rssBytes / limits.maxRssBytes : 0,
-      )
-      strained = ratio >= fractionOf
-    }
-    const sampler = setInterval(sample, SAMPLE_INTERVAL_MS).unref()
+    const strain = sampleStrain(limits, () => fastify.memoryUsage(), SAMPLE_INTERVAL_MS)
     fastify.addHook('onClose', (_instance, done) => {
-      clearInterval(sampler)
+      strain.stop()
       done()
     })
-    fastify.decorate('strained', () => performance.now() >= settledAt && (strained || fastify.isUnderPressure()))
+    fastify.decorate('loadShedding', {
+      overloaded: () => performance.now() >= settledAt && fastify.isUnderPressure(),
+      strained: () => performance.now() >= settledAt && (strain.strained || fastify.isUnderPressure()),
+    })
   },
   { name: 'load-shedding', dependencies: ['config'] },
 )

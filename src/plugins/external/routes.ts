@@ -2,13 +2,6 @@ import fp from 'fastify-plugin'
 import openapiGlue from 'fastify-openapi-glue'
 import { readSpec } from '../../spec.js'
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** Set when shutdown begins; /ready answers not_ready from then on. */
-    draining: boolean
-  }
-}
-
 /**
  * Binds every operationId of spec/openapi.yaml to its handler. The handlers (handlers/) are built
  * by the composition root (src/app.ts) and handed in: no plugin imports them.
@@ -17,5 +10,5 @@ export default fp<{ serviceHandlers: object }>(
   async (fastify, { serviceHandlers }) => {
     await fastify.register(openapiGlue, { specification: readSpec(), serviceHandlers })
   },
-  { name: 'routes', dependencies: ['config', 'database', 'request-pipeline', 'load-shedding', 'error-handler'] },
+  { name: 'routes', dependencies: ['request-pipeline'] },
 )
