@@ -1,7 +1,7 @@
 // Reads and checks the environment once; a bad value stops the start with one clear line.
 import { getHeapStatistics } from 'node:v8'
-import { createApiKeyRegistry, DuplicateSecretError } from './auth/api-keys.js'
-import { type KeyFileEntry, KeyFileError, readKeyFile } from './auth/key-file.js'
+// The one module of the service it imports is the format of its key file (a leaf: no state).
+import { checkSecretsDistinct, type KeyFileEntry, KeyFileError, readKeyFile } from './auth/key-file.js'
 
 /** The longest KPI window (GET .../metrics?window_minutes=10080): telemetry retention may not be shorter. */
 export const LONGEST_KPI_WINDOW_DAYS = 7
@@ -131,9 +131,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   let apiKeyEntries: KeyFileEntry[] = []
   try {
     if (env.API_KEYS_FILE) apiKeyEntries = readKeyFile(env.API_KEYS_FILE)
-    createApiKeyRegistry(apiKeys, apiKeyEntries)
+    checkSecretsDistinct(apiKeys, apiKeyEntries)
   } catch (err) {
-    if (err instanceof KeyFileError || err instanceof DuplicateSecretError) throw new ConfigError(err.message)
+    if (err instanceof KeyFileError) throw new ConfigError(err.message)
     throw err
   }
   if (apiKeys.length === 0 && apiKeyEntries.length === 0 && appEnv !== 'dev') {

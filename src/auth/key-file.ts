@@ -1,5 +1,6 @@
 // Reads API_KEYS_FILE: a JSON array of key entries. Any problem stops the start with one line
 // that names the entry (its index and id) and what is wrong with it.
+import { hash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { isDeepStrictEqual } from 'node:util'
 import { operations } from '../../generated/operations.js'
@@ -219,4 +220,17 @@ export function readKeyFile(path: string): KeyFileEntry[] {
     throw new KeyFileError(`API_KEYS_FILE: cannot read "${path}" (${(err as { code?: string }).code ?? 'error'})`)
   }
   return parseKeyFile(text)
+}
+
+/**
+ * Refuses an API_KEYS secret that API_KEYS_FILE configures too (one secret, one key), naming the
+ * file's entry; the key registry refuses the same when it is built.
+ */
+export function checkSecretsDistinct(legacySecrets: readonly string[], entries: readonly KeyFileEntry[]): void {
+  const legacy = new Set(legacySecrets.map((secret) => hash('sha256', secret, 'hex')))
+  for (const entry of entries)
+    if (legacy.has(entry.secretSha256))
+      throw new KeyFileError(
+        `API_KEYS_FILE id "${entry.id}": the same secret is configured twice (API_KEYS and API_KEYS_FILE)`,
+      )
 }
