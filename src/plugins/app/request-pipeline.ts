@@ -21,6 +21,8 @@ import { prescanHookFor } from './json-body.js'
  * stages with the same first status; test/platform/order-of-checks.test.ts reads each operation's
  * registered hooks (by name) from the built app and holds their order to that list, so a new stage
  * is a named hook, an item in the spec's list, the same item in the README, and a line here.
+ * Before any of them, every request's key is identified (identifyKey, src/plugins/app/auth.ts):
+ * it answers nothing, and the stages read it.
  *
  *   onRequest (before the body is read), on operations behind a security requirement
  *     1. rate limit            429 COMMON_429   SECURITY_RATE_LIMIT_EXCEEDED: requests per window, per client
@@ -127,7 +129,6 @@ export default fp(
     })
     registerHoldingGauges(fastify.metrics.client, budget, holdings)
 
-    // Callback hooks: no promise per request.
     const overloaded = () =>
       appError('SERVICE_OVERLOADED', { 'retry-after': String(config.loadShed.retryAfterSeconds) })
     const { limitConcurrency, reserveBody } = createHoldStages({
@@ -138,7 +139,8 @@ export default fp(
       metrics,
       overloaded,
     })
-    // Named, as every stage's hook: the order-of-checks test reads the hooks by name.
+    // Callback hooks: no promise per request. Named, as every stage's hook: the order-of-checks
+    // test reads the hooks by name.
     const shedder = (isShed: () => boolean): onRequestHookHandler =>
       function shedLoad(request, _reply, done) {
         if (!isShed()) return done()
