@@ -111,7 +111,8 @@ export async function buildApp({
   //    timer, then who is calling.
   if (tracing) await tracing.register(app) // onRequest: the request's span, open before any other hook
   await app.register(configPlugin, { config }) // fastify.config
-  await app.register(metricsPlugin) // onRequest: the timer, so that an early answer is timed too; onResponse: the counters; GET /metrics
+  // onRequest: the timer, ahead of any answer, so that an early one is timed too; onResponse: the counters
+  await app.register(metricsPlugin) // GET /metrics
   await app.register(databasePlugin, { sql, exportMaxConnections: config.export.maxConnections }) // fastify.db
   await app.register(authPlugin, { listenWith: listenForKeyChanges ? sql : undefined }) // onRequest: request.apiKey
 

@@ -10,7 +10,10 @@ export interface PressureMeasures {
   rssBytes: number
 }
 
-/** `strained`: whether the process is past `limits.bestEffortFraction` of a threshold, as of the last sample (a plain field). */
+/**
+ * Samples the measures every `intervalMs`; `strained` (a plain field) says whether the process was
+ * past `limits.bestEffortFraction` of a threshold at the last sample.
+ */
 export function sampleStrain(
   limits: Config['loadShed'],
   measure: () => PressureMeasures,
