@@ -19,7 +19,7 @@ import { operations, type OperationInfo } from '../../generated/operations.js'
 import { bodySchemaNode, pointerOf, resolve } from './schema-nodes.js'
 import { sizeLimitsOf } from './json-size-limits.js'
 
-/** As the parse-time depth limit (src/plugins/app/json-body.ts). */
+/** As the parse-time depth limit (src/validation/json-body-rules.ts). */
 export const MAX_DEPTH = 64
 
 /** The caps at or under one place of a body: a tree with only the branches that lead to one. */

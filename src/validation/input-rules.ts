@@ -20,6 +20,6 @@ export function unacceptableNumber(value: number): string | null {
   return null
 }
 
-/** The schemaPath of a 422 item found by these rules at parse time (src/plugins/json-body.ts):
+/** The schemaPath of a 422 item found by these rules at parse time (src/plugins/app/json-body.ts):
  * it takes the code of the field that holds the value (src/validation/validation-errors.ts). */
 export const INPUT_RULE_SCHEMA_PATH = '#/input-rules'
