@@ -1,3 +1,6 @@
+// JSON request bodies: the application/json parser (strict UTF-8, the parse-time rules of
+// src/validation/json-body-rules.ts) and the prescan hook the request pipeline puts on the
+// operations whose bodies have capped values.
 import { Transform, type Readable } from 'node:stream'
 import fp from 'fastify-plugin'
 import type { FastifyRequest, preParsingHookHandler } from 'fastify'
