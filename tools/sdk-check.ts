@@ -47,10 +47,11 @@ const run = async (label: string, cmd: string, args: string[], env: Record<strin
   console.log(`ok   ${label} (${((Date.now() - started) / 1000).toFixed(1)} s)`)
 }
 /** A partner's strict compile of one file: what a TypeScript client project with `strict` sees. */
-const compileStrict = (label: string, file: string) =>
+/** Several files in one run when they are modules of their own: tsc's errors name each file. */
+const compileStrict = (label: string, ...files: string[]) =>
   run(`tsc --strict: ${label}`, bin('tsc'), [
     ...['--strict', '--noEmit', '--skipLibCheck', '--target', 'es2022', '--module', 'esnext'],
-    ...['--moduleResolution', 'bundler', '--lib', 'es2022,dom', '--types', 'node', file],
+    ...['--moduleResolution', 'bundler', '--lib', 'es2022,dom', '--types', 'node', ...files],
   ])
 
 let failures = 0
@@ -185,9 +186,12 @@ try {
   ])
 
   const walks = ['openapi-fetch', 'hey-api', 'orval', 'client-1.1.1']
-  for (const walk of walks) {
-    await compileStrict(`${walk} walk and its generated client`, path.join(sdkDir, `walks/${walk}.ts`))
-  }
+  // One compiler run for the four (each walk and its client are modules: nothing is shared but
+  // the standard library, read once instead of four times).
+  await compileStrict(
+    `each walk and its generated client (${walks.join(', ')})`,
+    ...walks.map((walk) => path.join(sdkDir, `walks/${walk}.ts`)),
+  )
   for (const walk of walks) {
     const { walk: go } = await import(pathToFileURL(path.join(sdkDir, `walks/${walk}.ts`)).href)
     const expected = walk === 'client-1.1.1' ? operationIds111 : operationIds
