@@ -91,13 +91,11 @@ reset:
 dev: node_modules
 	npm run dev
 
-## Everything CI runs, set-up included: Debian packages and the local PostgreSQL (tools/install-test-deps.sh), npm ci, then check-generated and the build, then the tests (test-suite) while lint, api-compat, sdk-check and smoke-node run beside them.
+## Everything CI runs, set-up included: Debian packages and the local PostgreSQL (tools/install-test-deps.sh), npm ci, then check-generated, then the tests (test-suite) while lint, api-compat, sdk-check and smoke-node run beside them.
 # The tests leave CPU idle while they wait on servers and timers; the other checks fill it. Each
-# target's output is printed whole when it ends. generate and build run first: the tests copy
-# generated/ and read make's plan for dist/ (test/operations/make-targets.test.ts).
+# target's output is printed whole when it ends. generate runs first: the tests copy generated/.
 test: test-deps node_modules tools/sdk/node_modules/.package-lock.json
 	@$(MAKE) --no-print-directory check-generated
-	@$(MAKE) --no-print-directory build
 	@$(MAKE) --no-print-directory -j2 --output-sync=recurse test-suite test-checks
 
 # What make test runs beside the tests, one after another.
