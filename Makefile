@@ -93,8 +93,9 @@ dev: node_modules
 
 ## Everything CI runs, set-up included: Debian packages and the local PostgreSQL (tools/install-test-deps.sh), npm ci, then check-generated, then the tests (test-suite) while lint, api-compat, sdk-check and smoke-node run beside them.
 # The tests leave CPU idle while they wait on servers and timers; the other checks fill it. Each
-# target's output is printed whole when it ends. generate runs first: the tests copy generated/.
-test: test-deps node_modules tools/sdk/node_modules/.package-lock.json
+# target's output is printed whole when it ends. generate runs first: the tests copy generated/;
+# so does tap's build, which rewrites the types lint reads.
+test: test-deps node_modules $(TAP_STAMP) tools/sdk/node_modules/.package-lock.json
 	@$(MAKE) --no-print-directory check-generated
 	@$(MAKE) --no-print-directory -j2 --output-sync=recurse test-suite test-checks
 
