@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: bench-scheduler drill-failover drill-restore format key reset api-compat sdk-check smoke-node bench-tools mutation test-alerts test-readme test-suite test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench contract clean
+.PHONY: bench-scheduler drill-failover drill-restore format key reset api-compat sdk-check smoke-node bench-tools mutation test-alerts test-readme test-suite test-checks test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench contract clean
 
 # The production image's Node.js (the Dockerfile's NODE_IMAGE), from the npm registry's
 # node-<platform>-<arch> package, kept in .cache/ (not a project dependency). The tests run on it.
@@ -91,12 +91,18 @@ reset:
 dev: node_modules
 	npm run dev
 
-## Everything CI runs, set-up included: Debian packages and the local PostgreSQL (tools/install-test-deps.sh), npm ci, then check-generated, lint, api-compat, the tests (test-suite), sdk-check, smoke-node.
-test: test-deps node_modules tools/sdk/node_modules/.package-lock.json
+## Everything CI runs, set-up included: Debian packages and the local PostgreSQL (tools/install-test-deps.sh), npm ci, then check-generated, then the tests (test-suite) while lint, api-compat, sdk-check and smoke-node run beside them.
+# The tests leave CPU idle while they wait on servers and timers; the other checks fill it. Each
+# target's output is printed whole when it ends. generate runs first: the tests copy generated/;
+# so does tap's build, which rewrites the types lint reads.
+test: test-deps node_modules $(TAP_STAMP) tools/sdk/node_modules/.package-lock.json
 	@$(MAKE) --no-print-directory check-generated
+	@$(MAKE) --no-print-directory -j2 --output-sync=recurse test-suite test-checks
+
+# What make test runs beside the tests, one after another.
+test-checks:
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory api-compat
-	@$(MAKE) --no-print-directory test-suite
 	@$(MAKE) --no-print-directory sdk-check
 	@$(MAKE) --no-print-directory smoke-node
 
@@ -105,8 +111,9 @@ test-deps:
 	@./tools/install-test-deps.sh
 
 ## The tests alone, on the production image's Node.js, against PostgreSQL (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres); one file: make test-suite TESTS=.build/test/users/create-user.test.js
+# Without the parallel make's jobserver, which the make commands that tests run cannot reach.
 test-suite: node_modules $(TAP_STAMP) $(IMAGE_NODE_BIN)/node
-	$(ON_IMAGE_NODE) npm test -- $(TESTS)
+	MAKEFLAGS='$(filter-out -j% -O% --jobserver-auth=%,$(MAKEFLAGS))' $(ON_IMAGE_NODE) npm test -- $(TESTS)
 
 ## Failover drill: etcd, three Patroni nodes (synchronous mode strict) and HAProxy from deploy/, the service under write load while the primary crashes, freezes past the leader TTL, and is switched over; Patroni promotes, nobody else (also run by `make test`).
 drill-failover: test-deps

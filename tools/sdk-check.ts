@@ -6,7 +6,7 @@
 // Also: the blocks of docs/integrators.md run as written in an empty directory outside the clone
 // (npm i, pinned) and their client compiles under --strict and answers as the document says; a client generated from spec/released/openapi-1.1.1.yaml passes its
 // own walk against this service.
-import { execFileSync, spawn } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { parse as parseYaml } from 'yaml'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -14,6 +14,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { promisify } from 'node:util'
 import postgres from 'postgres'
 import { buildApp } from '../src/app.js'
 import { DEV_API_KEY, loadConfig } from '../src/config.js'
@@ -28,10 +29,17 @@ import type { Call } from './sdk/walks/common.js'
 const sdkDir = path.join(projectRoot, 'tools/sdk')
 const out = path.join(sdkDir, '.out')
 const bin = (name: string) => path.join(sdkDir, 'node_modules/.bin', name)
-const run = (label: string, cmd: string, args: string[], env: Record<string, string> = {}) => {
+// Asynchronous: the docs/integrators.md commands run meanwhile, and fetch from this very process.
+const execFileAsync = promisify(execFile)
+const run = async (label: string, cmd: string, args: string[], env: Record<string, string> = {}) => {
   const started = Date.now()
   try {
-    execFileSync(cmd, args, { cwd: sdkDir, stdio: 'pipe', env: { ...process.env, ...env } })
+    await execFileAsync(cmd, args, {
+      cwd: sdkDir,
+      env: { ...process.env, ...env },
+      encoding: 'buffer',
+      maxBuffer: 64 << 20,
+    })
   } catch (err) {
     const e = err as { stdout?: Buffer; stderr?: Buffer }
     throw new Error(`${label} failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`)
@@ -39,10 +47,11 @@ const run = (label: string, cmd: string, args: string[], env: Record<string, str
   console.log(`ok   ${label} (${((Date.now() - started) / 1000).toFixed(1)} s)`)
 }
 /** A partner's strict compile of one file: what a TypeScript client project with `strict` sees. */
-const compileStrict = (label: string, file: string) =>
+/** Several files in one run when they are modules of their own: tsc's errors name each file. */
+const compileStrict = (label: string, ...files: string[]) =>
   run(`tsc --strict: ${label}`, bin('tsc'), [
     ...['--strict', '--noEmit', '--skipLibCheck', '--target', 'es2022', '--module', 'esnext'],
-    ...['--moduleResolution', 'bundler', '--lib', 'es2022,dom', '--types', 'node', file],
+    ...['--moduleResolution', 'bundler', '--lib', 'es2022,dom', '--types', 'node', ...files],
   ])
 
 let failures = 0
@@ -79,6 +88,7 @@ const app = await buildApp({
   logger: false,
 })
 let prism: ReturnType<typeof spawn> | undefined
+let readerCommands: ReturnType<typeof spawn> | undefined
 const temporary: string[] = []
 try {
   await migrate(sql)
@@ -93,41 +103,6 @@ try {
   const operationIds111 = listOperations(
     parseYaml(readFileSync(path.join(projectRoot, 'spec/released/openapi-1.1.1.yaml'), 'utf8')),
   ).map((o) => o.operationId)
-
-  run('openapi-typescript (default flags)', bin('openapi-typescript'), [
-    specFile,
-    '-o',
-    path.join(out, 'openapi-typescript/api.ts'),
-  ])
-  run('@hey-api/openapi-ts', bin('openapi-ts'), [
-    '-i',
-    specFile,
-    '-o',
-    path.join(out, 'hey-api'),
-    '-c',
-    '@hey-api/client-fetch',
-  ])
-  run('orval (headers: true)', bin('orval'), ['--config', 'orval.config.cjs'], {
-    SDK_SPEC: specFile,
-    SDK_BASE_URL: base,
-  })
-
-  // The 1.1.1 client: types from the released 1.1.1 document, its own walk.
-  run('openapi-typescript from spec/released/openapi-1.1.1.yaml', bin('openapi-typescript'), [
-    path.join(projectRoot, 'spec/released/openapi-1.1.1.yaml'),
-    '-o',
-    path.join(out, 'v1.1.1/api.ts'),
-  ])
-
-  const walks = ['openapi-fetch', 'hey-api', 'orval', 'client-1.1.1']
-  for (const walk of walks) {
-    compileStrict(`${walk} walk and its generated client`, path.join(sdkDir, `walks/${walk}.ts`))
-  }
-  for (const walk of walks) {
-    const { walk: go } = await import(pathToFileURL(path.join(sdkDir, `walks/${walk}.ts`)).href)
-    const expected = walk === 'client-1.1.1' ? operationIds111 : operationIds
-    checkWalk(`${walk} walk against the service`, await go(base, 'sdk', `${walk}-${Date.now()}`, true), expected)
-  }
 
   // docs/integrators.md: its marked shell blocks, in order, as a reader runs them: from an empty
   // directory outside the clone, with no node_modules of this run on the PATH; the service's
@@ -147,14 +122,17 @@ try {
     .filter((dir) => !dir.includes(`${path.sep}node_modules${path.sep}.bin`))
     .join(path.delimiter)
   const readerEnv = { ...process.env, PATH: readerPath, NODE_OPTIONS: '' }
-  // Asynchronous: the commands fetch /openapi.json from this very process.
+  // Started now and awaited below: npm's installs take the longest, and the generators and
+  // compilers below run meanwhile (asynchronously: the commands fetch /openapi.json from this
+  // very process).
   const started = Date.now()
-  const printed = await new Promise<string>((resolve, reject) => {
+  const readerDone = new Promise<{ printed: string; ms: number }>((resolve, reject) => {
     const child = spawn('bash', [path.join(reader, '.commands.sh')], {
       cwd: reader,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: readerEnv,
     })
+    readerCommands = child
     let stdout = ''
     let log = ''
     child.stdout!.on('data', (d) => {
@@ -163,14 +141,69 @@ try {
     })
     child.stderr!.on('data', (d) => (log += d))
     child.on('exit', (code) =>
-      code === 0 ? resolve(stdout) : reject(new Error(`docs/integrators.md commands failed:\n${log}`)),
+      code === 0
+        ? resolve({ printed: stdout, ms: Date.now() - started })
+        : reject(new Error(`docs/integrators.md commands failed:\n${log}`)),
     )
   })
+  // Awaited below; a failure meanwhile is not an unhandled rejection.
+  readerDone.catch(() => {})
+  // The Prism mock starts meanwhile too (its walks are last). Prism does not know the spec's own
+  // `iana-time-zone` format (our Ajv enforces it).
+  const prismSpec = path.join(out, 'prism-openapi.json')
+  writeFileSync(prismSpec, JSON.stringify(served).replaceAll('"format":"iana-time-zone",', ''))
+  const prismPort = await freePort()
+  prism = spawn(bin('prism'), ['mock', prismSpec, '-p', String(prismPort), '-h', '127.0.0.1'], {
+    cwd: sdkDir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let prismLog = ''
+  prism.stdout!.on('data', (d) => (prismLog += d))
+  prism.stderr!.on('data', (d) => (prismLog += d))
+  await run('openapi-typescript (default flags)', bin('openapi-typescript'), [
+    specFile,
+    '-o',
+    path.join(out, 'openapi-typescript/api.ts'),
+  ])
+  await run('@hey-api/openapi-ts', bin('openapi-ts'), [
+    '-i',
+    specFile,
+    '-o',
+    path.join(out, 'hey-api'),
+    '-c',
+    '@hey-api/client-fetch',
+  ])
+  await run('orval (headers: true)', bin('orval'), ['--config', 'orval.config.cjs'], {
+    SDK_SPEC: specFile,
+    SDK_BASE_URL: base,
+  })
+
+  // The 1.1.1 client: types from the released 1.1.1 document, its own walk.
+  await run('openapi-typescript from spec/released/openapi-1.1.1.yaml', bin('openapi-typescript'), [
+    path.join(projectRoot, 'spec/released/openapi-1.1.1.yaml'),
+    '-o',
+    path.join(out, 'v1.1.1/api.ts'),
+  ])
+
+  const walks = ['openapi-fetch', 'hey-api', 'orval', 'client-1.1.1']
+  // One compiler run for the four (each walk and its client are modules: nothing is shared but
+  // the standard library, read once instead of four times).
+  await compileStrict(
+    `each walk and its generated client (${walks.join(', ')})`,
+    ...walks.map((walk) => path.join(sdkDir, `walks/${walk}.ts`)),
+  )
+  for (const walk of walks) {
+    const { walk: go } = await import(pathToFileURL(path.join(sdkDir, `walks/${walk}.ts`)).href)
+    const expected = walk === 'client-1.1.1' ? operationIds111 : operationIds
+    checkWalk(`${walk} walk against the service`, await go(base, 'sdk', `${walk}-${Date.now()}`, true), expected)
+  }
+
+  const { printed, ms } = await readerDone
   for (const line of ['live: 200 {"status":"alive","app_env":"dev"}', 'unknown learner: 404 USER_404'])
     if (!printed.includes(`${line}\n`))
       throw new Error(`docs/integrators.md client did not print "${line}":\n${printed}`)
   console.log(
-    `ok   docs/integrators.md: ${blocks.length} blocks as written in an empty directory, the client's output as the document says (${((Date.now() - started) / 1000).toFixed(1)} s)`,
+    `ok   docs/integrators.md: ${blocks.length} blocks as written in an empty directory, the client's output as the document says (${(ms / 1000).toFixed(1)} s)`,
   )
   // A request body field the service lets a client leave out is optional in the generated types.
   const project = path.join(reader, 'study-client')
@@ -184,33 +217,22 @@ try {
     ].join('\n'),
   )
   try {
-    execFileSync(
+    await execFileAsync(
       'npx',
       [
         'tsc',
         ...['--noEmit', '--strict', '--module', 'nodenext', '--allowImportingTsExtensions', '--skipLibCheck'],
         'optional-fields.ts',
       ],
-      { cwd: project, env: readerEnv, stdio: 'pipe' },
+      { cwd: project, env: readerEnv, encoding: 'buffer' },
     )
   } catch (err) {
     const e = err as { stdout?: Buffer; stderr?: Buffer }
     throw new Error(`a roll request without expires_in_seconds does not compile:\n${e.stdout ?? ''}${e.stderr ?? ''}`)
   }
   console.log('ok   openapi-typescript (default flags): a roll request body may leave expires_in_seconds out')
-  compileStrict('hey-api/index.ts from the docs/integrators.md commands', path.join(project, 'hey-api/index.ts'))
+  await compileStrict('hey-api/index.ts from the docs/integrators.md commands', path.join(project, 'hey-api/index.ts'))
 
-  // Prism does not know the spec's own `iana-time-zone` format (our Ajv enforces it).
-  const prismSpec = path.join(out, 'prism-openapi.json')
-  writeFileSync(prismSpec, JSON.stringify(served).replaceAll('"format":"iana-time-zone",', ''))
-  const prismPort = await freePort()
-  prism = spawn(bin('prism'), ['mock', prismSpec, '-p', String(prismPort), '-h', '127.0.0.1'], {
-    cwd: sdkDir,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let prismLog = ''
-  prism.stdout!.on('data', (d) => (prismLog += d))
-  prism.stderr!.on('data', (d) => (prismLog += d))
   const mock = `http://127.0.0.1:${prismPort}`
   for (let i = 0; ; i++) {
     if ((await fetch(`${mock}/live`).catch(() => undefined))?.ok) break
@@ -226,6 +248,8 @@ try {
   console.log(`FAIL ${(err as Error).message}`)
 } finally {
   prism?.kill('SIGTERM')
+  // Still running only when something else failed first.
+  if (readerCommands?.exitCode === null) readerCommands.kill('SIGTERM')
   for (const dir of temporary) rmSync(dir, { recursive: true, force: true })
   await app.close()
   await sql.end({ timeout: 5 })

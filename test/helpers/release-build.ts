@@ -1,5 +1,8 @@
-// A previous release built from its commit (releases.json), for upgrade tests: `git archive` of
-// the commit into a temporary folder, `npm ci`, `npm run build`. Cached under the system's temp
+// A previous release built from its commit (releases.json), for upgrade tests, as the Dockerfile
+// builds its image: `git archive` of the commit into a temporary folder, its production
+// dependencies (`npm ci --omit=dev`, the image's node_modules) and `npm run build` with the
+// TypeScript its lock names (this tree's when the same, as it usually is; the linters, test
+// tools and browsers of a full install are not needed to run it). Cached under the system's temp
 // folder keyed by commit, so a second run starts at once.
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
@@ -25,9 +28,9 @@ export function buildRelease(commit: string, log: (line: string) => void = () =>
   const work = `${dir}.building-${process.pid}`
   rmSync(work, { recursive: true, force: true })
   mkdirSync(work, { recursive: true })
-  const run = (cmd: string, args: string[], cwd: string) => {
+  const run = (cmd: string, args: string[], cwd: string, extra: NodeJS.ProcessEnv = {}) => {
     log(`${cmd} ${args.join(' ')}`)
-    const env = childEnv()
+    const env = childEnv(extra)
     execFileSync(...untracked(cmd, args, env), {
       cwd,
       env,
@@ -37,8 +40,9 @@ export function buildRelease(commit: string, log: (line: string) => void = () =>
   }
   try {
     execFileSync('sh', ['-c', `git -C "${projectRoot}" archive --format=tar ${commit} | tar -x -C "${work}"`])
-    run('npm', ['ci', '--no-audit', '--no-fund', '--prefer-offline'], work)
-    run('npm', ['run', 'build'], work)
+    run('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline'], work)
+    const tsc = typescriptBin(lockedTypescript(work), run)
+    run('npm', ['run', 'build'], work, { PATH: `${tsc}${path.delimiter}${process.env.PATH}` })
     // Published whole or not at all: a half-built folder is never taken for a build.
     rmSync(dir, { recursive: true, force: true })
     renameSync(work, dir)
@@ -47,4 +51,35 @@ export function buildRelease(commit: string, log: (line: string) => void = () =>
     throw err
   }
   return dir
+}
+
+/** The TypeScript version a checkout's package-lock.json names. */
+function lockedTypescript(dir: string): string {
+  const lock = JSON.parse(readFileSync(path.join(dir, 'package-lock.json'), 'utf8'))
+  const version = lock.packages?.['node_modules/typescript']?.version
+  if (typeof version !== 'string') throw new Error(`${dir}/package-lock.json names no typescript`)
+  return version
+}
+
+/** A folder holding `tsc` of that version: this tree's, else one installed once beside the builds. */
+function typescriptBin(version: string, run: (cmd: string, args: string[], cwd: string) => void): string {
+  const own = path.join(projectRoot, 'node_modules')
+  if (JSON.parse(readFileSync(path.join(own, 'typescript/package.json'), 'utf8')).version === version)
+    return path.join(own, '.bin')
+  const dir = path.join(os.tmpdir(), `study-service-typescript-${version}`)
+  const bin = path.join(dir, 'node_modules/.bin')
+  if (existsSync(path.join(bin, 'tsc'))) return bin
+  const work = `${dir}.installing-${process.pid}`
+  try {
+    run(
+      'npm',
+      ['install', '--prefix', work, '--no-save', '--no-audit', '--no-fund', `typescript@${version}`],
+      projectRoot,
+    )
+    rmSync(dir, { recursive: true, force: true })
+    renameSync(work, dir)
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+  return bin
 }

@@ -14,7 +14,8 @@ import { freePort, startServer, type ServerBuild, type ServerProcess } from '../
 import { startPrivateHaproxy } from '../helpers/private-haproxy.js'
 import { migrationsDir } from '../../src/paths.js'
 
-// The first build of the previous release (npm ci, tsc) takes a minute or two; later runs reuse it.
+// The first build of the previous release (production dependencies, tsc) takes a minute on a
+// loaded machine; later runs reuse it.
 t.setTimeout(600_000)
 
 const API_KEY = 'upgrade-key'
