@@ -41,52 +41,18 @@ const factories = {
 
 export type Repositories = { [Name in keyof typeof factories]: ReturnType<(typeof factories)[Name]> }
 
-/** Repositories over `db`, each built on first use: a transaction pays only for those it touches. */
-class LazyRepositories {
-  readonly #built: Partial<Repositories> = {}
-  constructor(
-    readonly db: Db,
-    readonly onDeadline?: (reason: DeadlineReason) => void,
-  ) {}
-
-  #get<Name extends keyof Repositories>(name: Name): Repositories[Name] {
-    const make = () => {
-      const repository = factories[name](this.db) as Repositories[Name]
-      return this.onDeadline ? withinDeadline(repository, this.onDeadline) : repository
-    }
-    const built = this.#built[name] ?? make()
-    this.#built[name] = built
-    return built
-  }
-  get users() {
-    return this.#get('users')
-  }
-  get conspectuses() {
-    return this.#get('conspectuses')
-  }
-  get errorLogs() {
-    return this.#get('errorLogs')
-  }
-  get learners() {
-    return this.#get('learners')
-  }
-  get telemetry() {
-    return this.#get('telemetry')
-  }
-  get telemetryAnalytics() {
-    return this.#get('telemetryAnalytics')
-  }
-  get apiKeys() {
-    return this.#get('apiKeys')
-  }
-}
-
 /**
- * Repositories over `db`; with `onDeadline`, each call ends by the current request's database
- * deadline (a transaction's are not bounded one by one: the transaction is, as a whole).
+ * Repositories over `db`, plain objects built at once (a transaction's too: a few closures each,
+ * nothing next to its round trips); with `onDeadline`, each call ends by the current request's
+ * database deadline (a transaction's are not bounded one by one: the transaction is, as a whole).
  */
 export function createRepositories(db: Db, onDeadline?: (reason: DeadlineReason) => void): Repositories {
-  return new LazyRepositories(db, onDeadline)
+  const built: Record<string, Record<string, (...args: never[]) => Promise<unknown>>> = {}
+  for (const [name, make] of Object.entries(factories)) {
+    const repository = make(db) as Record<string, (...args: never[]) => Promise<unknown>>
+    built[name] = onDeadline ? withinDeadline(repository, onDeadline) : repository
+  }
+  return built as unknown as Repositories
 }
 
 /**
