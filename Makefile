@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine: `make run` and `make test`.
-.PHONY: bench-scheduler drill-failover drill-restore format key reset api-compat sdk-check smoke-node bench-tools mutation test-alerts test-readme test-suite test-checks test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench contract clean
+.PHONY: bench-ingest bench-scheduler drill-failover drill-restore format key reset api-compat sdk-check smoke-node bench-tools mutation test-alerts test-readme test-suite test-checks test-deps supported-node run dev test generate check-generated typecheck lint migrate build bench contract clean
 
 # The production image's Node.js (the Dockerfile's NODE_IMAGE), from the npm registry's
 # node-<platform>-<arch> package, kept in .cache/ (not a project dependency). The tests run on it.
@@ -195,6 +195,10 @@ contract: node_modules
 ## Service vs an expert's bare Fastify + postgres.js ceiling, driven by wrk, PostgreSQL off and on the servers' core (set-ups a, b), with each server's CPU per request, its core's busy share, PostgreSQL's CPU and what limited each case, and the KPIs over 10M events (writes bench/results.md). BENCH_DURATION, BENCH_RUNS, BENCH_CONNECTIONS, BENCH_SETUPS, BENCH_CASES; BENCH_OTEL=0.1 traces at that sampling ratio (prints only).
 bench: node_modules build bench-tools
 	taskset -c 1 npx tsx bench/run.ts
+
+## Telemetry ingest with the docs-search analytics rollup (trigger + refresh, as shipped) against ingest without it, on fresh copies of one seeded database, rounds alternating; the median ratio of events/s, batch p99, PostgreSQL CPU per event and its wait events (writes bench/ingest.md; docs/performance.md). BENCH_DURATION (s a round, 300), BENCH_RUNS (pairs, 3), BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_SEARCHES (seeded searches of 4 events).
+bench-ingest: node_modules build bench-tools
+	taskset -c 1 npx tsx bench/ingest.ts
 
 ## The benchmark's load generator (Debian's wrk), installed when missing.
 bench-tools:

@@ -68,11 +68,23 @@ export function coreTicks(core: string): { busy: number; total: number } {
   return { busy: total - ticks[3]! - ticks[4]!, total }
 }
 
-export type CoreTicks = ReturnType<typeof coreTicks>
-
 /** How busy a core was between two coreTicks readings (0..1). */
-export const busyShare = (before: CoreTicks, after: CoreTicks) =>
+export const busyShare = (before: ReturnType<typeof coreTicks>, after: ReturnType<typeof coreTicks>) =>
   (after.busy - before.busy) / Math.max(after.total - before.total, 1)
+
+export const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)
+/** A number from BENCH_<name>, or the fallback. */
+export const setting = (name: string, fallback: number) => Number(process.env[`BENCH_${name}`] ?? fallback)
+
+/** `runs` pairs of a run of `a` and one of `b`, the order alternating (a, b; b, a; ...). */
+export async function alternate<T>(runs: number, a: () => Promise<T>, b: () => Promise<T>) {
+  const pairs: { a: T; b: T }[] = []
+  for (let run = 0; run < runs; run++) {
+    const first = await (run % 2 === 0 ? a : b)()
+    pairs.push(run % 2 === 0 ? { a: first, b: await b() } : { a: await a(), b: first })
+  }
+  return pairs
+}
 
 /** The middle value (the upper one of an even count). */
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
@@ -87,6 +99,8 @@ export interface BenchDatabase {
   postgresPinned: boolean
   /** Moves PostgreSQL (postmaster and every backend, existing and future) to the set-up's core. */
   setup(setup: Setup): void
+  /** A copy of this database, files copied (no other session may be open on this one meanwhile). */
+  copy(): Promise<{ url: string; sql: postgres.Sql; drop(): Promise<void> }>
   drop(): Promise<void>
 }
 
@@ -132,6 +146,16 @@ export async function createBenchDatabase(prefix: string): Promise<BenchDatabase
   return {
     url,
     sql,
+    async copy() {
+      const copy = `${name}_${randomBytes(3).toString('hex')}`
+      await admin.unsafe(`create database "${copy}" template "${name}" strategy file_copy`)
+      const copySql = postgres(databaseUrl(copy), { max: 2, onnotice: () => {} })
+      const drop = async () => {
+        await copySql.end()
+        await admin.unsafe(`drop database if exists "${copy}" with (force)`)
+      }
+      return { url: databaseUrl(copy), sql: copySql, drop }
+    },
     async settle() {
       await sql`vacuum analyze`
       await sql`checkpoint`
@@ -200,18 +224,10 @@ async function pinPostgres(
   }
 }
 
-export interface Server {
-  base: string
-  process: ChildProcess
-}
+export type Server = { base: string; process: ChildProcess }
 
 /** Starts `node <args>` on SERVER_CPU with PORT and DATABASE_URL set; resolves once /live answers. */
-export async function startServer(
-  label: string,
-  args: string[],
-  port: number,
-  env: Record<string, string>,
-): Promise<Server> {
+export async function startServer(label: string, args: string[], port: number, env: Record<string, string>) {
   const child = spawn('taskset', ['-c', SERVER_CPU, SERVER_NODE, ...args], {
     cwd: projectRoot,
     env: { ...process.env, PORT: String(port), ...env },
@@ -220,15 +236,13 @@ export async function startServer(
   children.push(child)
   for (let i = 0; i < 200; i++) {
     try {
-      if ((await fetch(`http://127.0.0.1:${port}/live`)).ok) return { base: `http://127.0.0.1:${port}`, process: child }
+      if ((await fetch(`http://127.0.0.1:${port}/live`)).ok)
+        return { base: `http://127.0.0.1:${port}`, process: child } as Server
     } catch {}
     await sleep(100)
   }
   throw new Error(`${label} did not start`)
 }
-
-/** Extra Node flags for the service under test (BENCH_NODE_OPTIONS, space-separated). */
-export const benchNodeOptions = (): string[] => (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean)
 
 /**
  * BENCH_OTEL=<ratio> (e.g. 0.1 or 1): the service traces with that parent-based sampling ratio,
@@ -254,24 +268,27 @@ async function otelEnv(ratio = process.env.BENCH_OTEL): Promise<Record<string, s
 
 /**
  * The service as built by `make build`; PROFILE_DIR adds a V8 CPU profile written at exit.
- * `otel`: the sampling ratio to trace with (default BENCH_OTEL; '' for untraced). `entry`: another
- * build's server.js (an earlier commit's, to compare with).
+ * `otel`: the sampling ratio to trace with (default BENCH_OTEL; '' for untraced). `env`: more of
+ * the service's configuration.
  */
 export async function startService(
   databaseUrl: string,
   port: number,
   profileDir?: string,
   otel = process.env.BENCH_OTEL,
-  entry = 'dist/src/server.js',
+  env: Record<string, string> = {},
 ): Promise<Server> {
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : []
-  return startServer('service', [...benchNodeOptions(), ...profile, entry], port, {
+  // BENCH_NODE_OPTIONS: extra Node flags for the service, space-separated.
+  const options = (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean)
+  return startServer('service', [...options, ...profile, 'dist/src/server.js'], port, {
     DATABASE_URL: databaseUrl,
     API_KEYS: API_KEY,
     RATE_LIMIT_MAX: '10000000',
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     SHUTDOWN_DRAIN_MS: '0',
     ...(await otelEnv(otel)),
+    ...env,
   })
 }
 
@@ -285,14 +302,6 @@ export function startCeiling(databaseUrl: string, port: number, nodeArgs: string
 
 /** SIGTERM to every server started here; resolves when all have exited (profiles are written on exit). */
 export async function stopServers(): Promise<void> {
-  await Promise.all(
-    children.map(
-      (child) =>
-        new Promise((resolve) => {
-          if (child.exitCode !== null || child.signalCode !== null) return resolve(null)
-          child.once('exit', resolve)
-          child.kill('SIGTERM')
-        }),
-    ),
-  )
+  const running = children.filter((child) => child.exitCode === null && child.signalCode === null)
+  await Promise.all(running.map((child) => new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'))))
 }

@@ -1,5 +1,5 @@
-// The requests the benchmarks send, over the seeded data set: one builder per route case,
-// shared by the paired benchmark (run.ts) and the soak (soak.ts).
+// The requests the benchmarks send, over the seeded data set: one builder per route case of the
+// paired benchmark (run.ts), and the ingest benchmark's batch (ingest.ts).
 import { randomUUID } from 'node:crypto'
 import type postgres from 'postgres'
 import { API_KEY, DUE_LIST_LEARNER } from './harness.js'
@@ -121,4 +121,23 @@ export async function createBenchRequests(sql: postgres.Sql, serviceBase: string
       return { method: 'POST', path: '/api/v1/telemetry/docs-search/batch', body: JSON.stringify({ events }) }
     },
   }
+}
+
+/**
+ * The ingest benchmark's batch, shaped as the seeded events (bench/telemetry-seed.ts): one browser's
+ * session of 125 searches (texts from 200), each a search_query, two clicks with a rank (two result
+ * views for every fourth) and a search_success with a time to success; emitted when sent, with its
+ * own Idempotency-Key. `variant` picks the texts; `id` and `nowMs` are wrk's placeholders.
+ */
+export function ingestBatch(variant: number, id: string, nowMs: string): BenchRequest {
+  const events = Array.from({ length: 500 }, (_, i) => {
+    const [s, k] = [i >> 2, i % 4]
+    const base = { emitted_at_ms: nowMs, session_id: id, query_id: `${id}-${s}` }
+    const rank = { event: s % 4 === 1 ? 'search_result_view' : 'search_result_click', result_rank: 1 + ((s + k) % 12) }
+    const text = `query ${(variant * 125 + s) % 200}`
+    if (k === 0) return { ...base, event: 'search_query', query_text: text, results_count: s % 5 }
+    return { ...base, ...(k === 3 ? { event: 'search_success', time_to_success_ms: 300 + s * 7 } : rank) }
+  })
+  const body = JSON.stringify({ events }).replaceAll(`"${nowMs}"`, nowMs)
+  return { method: 'POST', path: '/api/v1/telemetry/docs-search/batch', body, headers: { 'idempotency-key': id } }
 }

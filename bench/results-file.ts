@@ -40,23 +40,3 @@ export function writeResults(name: string, title: string, command: string, body:
   writeFileSync(file, `${[...resultsHeader(title, command), body.trimEnd()].join('\n')}\n`)
   return file
 }
-
-/**
- * For a benchmark that reports by printing: what it prints from here on is also kept, and
- * `write()` puts it in bench/<name>.md (a code block, as printed).
- */
-export function recordPrinted(name: string, title: string, command: string) {
-  const lines: string[] = []
-  const log = console.log
-  console.log = (...args: unknown[]) => {
-    lines.push(args.map(String).join(' '))
-    log(...args)
-  }
-  return {
-    write(preamble = '') {
-      console.log = log
-      const body = `${preamble ? `${preamble.trimEnd()}\n\n` : ''}\`\`\`text\n${lines.join('\n')}\n\`\`\``
-      log(`results: ${writeResults(name, title, command, body)}`)
-    },
-  }
-}

@@ -8,23 +8,7 @@
 import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { projectRoot } from '../src/paths.js'
-import {
-  API_KEY as KEY,
-  LOAD_CPU,
-  SERVER_CPU,
-  US_PER_TICK,
-  type Server,
-  type Setup,
-  busyShare,
-  coreTicks,
-  cpuTicks,
-  postgresCpuTicks,
-  createBenchDatabase,
-  median,
-  startCeiling,
-  startService,
-  stopServers,
-} from './harness.js'
+import * as h from './harness.js'
 import { type BenchRequest, createBenchRequests } from './requests.js'
 import { runWrk, UNIQUE_ID, UNIQUE_UUID } from './wrk.js'
 import { METRICS_WINDOWS, METRICS_TARGETS_MS, seedDocsSearch, TELEMETRY_SHAPE } from './telemetry-seed.js'
@@ -33,16 +17,13 @@ import { resultsHeader } from './results-file.js'
 // Many short pairs: on a shared VM the speed a process gets moves within seconds (two 5 s runs
 // of one server have read 51 and 75 µs of CPU per request), and a pair's two runs should see the
 // same speed; the median of more pairs lets fewer unlucky ones decide.
-const DURATION = Number(process.env.BENCH_DURATION ?? 2)
-const WARMUP = Number(process.env.BENCH_WARMUP ?? 2)
-const RUNS = Number(process.env.BENCH_RUNS ?? 12)
+const [DURATION, WARMUP, RUNS] = [h.setting('DURATION', 2), h.setting('WARMUP', 2), h.setting('RUNS', 12)]
 // The telemetry batch takes ~0.3 s a request: a 2 s run holds too few for a p99, so 5 s runs.
-const LONG_DURATION = Number(process.env.BENCH_LONG_DURATION ?? 5)
-const LONG_RUNS = Number(process.env.BENCH_LONG_RUNS ?? 5)
+const [LONG_DURATION, LONG_RUNS] = [h.setting('LONG_DURATION', 5), h.setting('LONG_RUNS', 5)]
 const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '50').split(',').map(Number)
 // Both set-ups by default; BENCH_SETUPS=node-bound (or shared) runs one.
-const SETUPS = (process.env.BENCH_SETUPS ?? 'node-bound,shared').split(',').map((x) => x.trim() as Setup)
-const SETUP_LABEL: Record<Setup, string> = { 'node-bound': '(a) node-bound', shared: '(b) shared' }
+const SETUPS = (process.env.BENCH_SETUPS ?? 'node-bound,shared').split(',').map((x) => x.trim() as h.Setup)
+const SETUP_LABEL: Record<h.Setup, string> = { 'node-bound': '(a) node-bound', shared: '(b) shared' }
 const RESULTS = path.join(projectRoot, 'bench/results.md')
 // Comma-separated case-name prefixes to run (all when unset), e.g. BENCH_CASES='GET user,POST user'.
 const ONLY = process.env.BENCH_CASES?.split(',').map((x) => x.trim().toLowerCase())
@@ -68,19 +49,10 @@ interface Case {
   long?: boolean
 }
 
-interface Measurement {
-  rps: number
-  p50: number
-  p99: number
-  bad: number
-  /** Answers in the run, and the server's own CPU over it (clock ticks of utime + stime). */
-  answers: number
-  serverTicks: number
-  /** How busy the servers' core was over the run (0..1): near 1, the server was what limited the run. */
-  coreBusy: number
-  /** PostgreSQL's CPU over the run as a share of one core (0..1): near 1, it was what limited the run. */
-  postgresBusy: number
-}
+// A run: wrk's figures, the answers in it, the server's own CPU over it (clock ticks of utime +
+// stime), how busy the servers' core was (0..1) and PostgreSQL's CPU as a share of one core (0..1):
+// near 1, that was what limited the run.
+type Measurement = Awaited<ReturnType<typeof drive>>
 
 /** At or above this share of its core, a process is what limits a run (docs/performance.md, "Method"). */
 const SATURATED = 0.95
@@ -92,50 +64,39 @@ function limit(m: Measurement): 'server' | 'PostgreSQL' | 'not saturated' {
   return 'not saturated'
 }
 
-async function drive(
-  server: Server,
-  list: BenchRequest[],
-  connections: number,
-  duration = DURATION,
-): Promise<Measurement> {
+async function drive(server: h.Server, list: BenchRequest[], connections: number, duration = DURATION) {
   const pid = server.process.pid!
-  const [ticks0, core0, pg0, t0] = [cpuTicks(pid), coreTicks(SERVER_CPU), postgresCpuTicks(), performance.now()]
+  const [ticks0, core0, pg0, t0] = [h.cpuTicks(pid), h.coreTicks(h.SERVER_CPU), h.postgresCpuTicks(), performance.now()]
   const result = await runWrk(server.base, connections, duration, list)
-  const [ticks1, core1, pg1, t1] = [cpuTicks(pid), coreTicks(SERVER_CPU), postgresCpuTicks(), performance.now()]
+  const [ticks1, core1, pg1, t1] = [h.cpuTicks(pid), h.coreTicks(h.SERVER_CPU), h.postgresCpuTicks(), performance.now()]
   if (result.bad > 0) console.warn(`  ${result.bad} answers not 2xx (or errors) at ${server.base}`)
+  const postgresBusy = ((pg1 - pg0) * h.US_PER_TICK) / ((t1 - t0) * 1000)
   return {
-    rps: result.rps,
-    p50: result.p50,
-    p99: result.p99,
-    bad: result.bad,
+    ...result,
     answers: result.total,
     serverTicks: ticks1 - ticks0,
-    coreBusy: busyShare(core0, core1),
-    postgresBusy: ((pg1 - pg0) * US_PER_TICK) / ((t1 - t0) * 1000),
+    coreBusy: h.busyShare(core0, core1),
+    postgresBusy,
   }
 }
 
 /** The server's CPU per answer over a side's runs, in µs (a ratio of sums: a tick is 10 ms, too coarse per run). */
 const cpuPerAnswer = (runs: Measurement[]) =>
-  (runs.reduce((a, x) => a + x.serverTicks, 0) * US_PER_TICK) /
-  Math.max(
-    runs.reduce((a, x) => a + x.answers, 0),
-    1,
-  )
+  (h.sum(runs.map((x) => x.serverTicks)) * h.US_PER_TICK) / Math.max(h.sum(runs.map((x) => x.answers)), 1)
 
 const range = (xs: number[], digits = 0) => `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`
 
 // PostgreSQL moves between cores with the set-up: a VACUUM during a run would land on whichever
 // server happened to be measured, so no stand-in timer; the cases settle the database between them.
-const bench = await createBenchDatabase('bench')
+const bench = await h.createBenchDatabase('bench')
 const sql = bench.sql
 
 try {
   // BENCH_PROFILE: a folder for a V8 CPU profile of the service, written when it stops.
-  const service = await startService(bench.url, 3601, process.env.BENCH_PROFILE)
+  const service = await h.startService(bench.url, 3601, process.env.BENCH_PROFILE)
   const ceiling = BASELINE
-    ? await startService(bench.url, 3602, undefined, undefined, path.resolve(BASELINE, 'dist/src/server.js'))
-    : await startCeiling(bench.url, 3602)
+    ? await h.startService(bench.url, 3602, undefined, undefined, path.resolve(BASELINE, 'dist/src/server.js'))
+    : await h.startCeiling(bench.url, 3602)
   const requests = await createBenchRequests(sql, service.base, { id: () => UNIQUE_ID, uuid: () => UNIQUE_UUID })
 
   // Targets for 50 connections in the node-bound set-up.
@@ -170,20 +131,9 @@ try {
     },
   ]
 
-  const rows: string[] = []
-  const results: {
-    setup: Setup
-    c: Case
-    connections: number
-    rps: number
-    ratio: number
-    p99Ratio: number
-    cpuRatio: number
-    bad: number
-    ceilingBad: number
-    /** What limited each side's median run: a side the driver limited judges nothing. */
-    limits: [string, string]
-  }[] = []
+  const fmt = (x: number | undefined, digits = 2) => (x === undefined || Number.isNaN(x) ? 'n/a' : x.toFixed(digits))
+  const met = (ok: boolean) => (ok ? 'met' : '**not met**')
+  const [rows, targetRows]: [string[], string[]] = [[], []]
   for (const c of cases) {
     if (ONLY && !ONLY.some((prefix) => c.name.toLowerCase().startsWith(prefix))) continue
     const sample = (next: () => BenchRequest) => Array.from({ length: c.sample ?? 2000 }, next)
@@ -195,30 +145,23 @@ try {
         // Warm both up (JIT, pools, caches), then measure in pairs, alternating which goes first.
         await drive(service, serviceList, connections, WARMUP)
         await drive(ceiling, ceilingList, connections, WARMUP)
-        const pairs: { s: Measurement; r: Measurement }[] = []
         const [runs, duration] = c.long ? [LONG_RUNS, LONG_DURATION] : [RUNS, DURATION]
-        for (let run = 0; run < runs; run++) {
-          if (run % 2 === 0) {
-            const s = await drive(service, serviceList, connections, duration)
-            pairs.push({ s, r: await drive(ceiling, ceilingList, connections, duration) })
-          } else {
-            const r = await drive(ceiling, ceilingList, connections, duration)
-            pairs.push({ s: await drive(service, serviceList, connections, duration), r })
-          }
-        }
+        const pairs = await h.alternate(
+          runs,
+          () => drive(service, serviceList, connections, duration),
+          () => drive(ceiling, ceilingList, connections, duration),
+        )
         const per = c.perRequest ?? 1
-        const ratios = pairs.map((p) => p.s.rps / p.r.rps)
-        const p99Ratios = pairs.map((p) => p.s.p99 / Math.max(p.r.p99, 1))
-        const s = pairs.map((p) => p.s)
-        const r = pairs.map((p) => p.r)
-        const bad = s.reduce((a, x) => a + x.bad, 0)
+        const ratios = pairs.map((p) => p.a.rps / p.b.rps)
+        const p99Ratios = pairs.map((p) => p.a.p99 / Math.max(p.b.p99, 1))
+        const [s, r] = [pairs.map((p) => p.a), pairs.map((p) => p.b)]
         // A ceiling that answers errors measures its error path: the pair is void, and the row says so.
-        const ceilingBad = r.reduce((a, x) => a + x.bad, 0)
+        const [bad, ceilingBad] = [h.sum(s.map((x) => x.bad)), h.sum(r.map((x) => x.bad))]
         // The replica's own cost: what decides how many replicas a deployment needs.
         const [sCpu, rCpu] = [cpuPerAnswer(s), cpuPerAnswer(r)]
         const pct = (x: number) => `${(x * 100).toFixed(0)} %`
-        const busy = (xs: Measurement[]) => pct(median(xs.map((x) => x.coreBusy)))
-        const pgBusy = (xs: Measurement[]) => pct(median(xs.map((x) => x.postgresBusy)))
+        const busy = (xs: Measurement[]) => pct(h.median(xs.map((x) => x.coreBusy)))
+        const pgBusy = (xs: Measurement[]) => pct(h.median(xs.map((x) => x.postgresBusy)))
         // The limit most of a side's runs had.
         const sideLimit = (xs: Measurement[]) => {
           const counts = new Map<string, number>()
@@ -226,20 +169,21 @@ try {
           return [...counts].sort((p, q) => q[1] - p[1])[0]![0]
         }
         const limits: [string, string] = [sideLimit(s), sideLimit(r)]
-        results.push({
-          setup,
-          c,
-          connections,
-          rps: median(s.map((x) => x.rps)) * per,
-          ratio: median(ratios),
-          p99Ratio: median(p99Ratios),
-          cpuRatio: sCpu / rCpu,
-          bad,
-          ceilingBad,
-          limits,
-        })
+        const [ratio, p99Ratio, cpuRatio] = [h.median(ratios), h.median(p99Ratios), sCpu / rCpu]
+        if (connections === 50) {
+          const cpuOk = c.maxCpu === undefined || cpuRatio <= c.maxCpu
+          const goal =
+            ceilingBad > 0
+              ? `**void**: the ceiling answered ${ceilingBad} non-2xx`
+              : limits.includes('not saturated')
+                ? '**not saturated**: the driver, not a server or PostgreSQL, set the pace; judges nothing'
+                : `≥ ${c.target.toFixed(2)}${c.maxCpu ? `, CPU ≤ ${c.maxCpu.toFixed(2)}×` : ''}, p99 ≤ 2×, 0 non-2xx: ${met(ratio >= c.target && cpuOk && p99Ratio <= 2 && bad === 0)}`
+          targetRows.push(
+            `| ${c.name} | ${SETUP_LABEL[setup]} | ${fmt(ratio)} | ${fmt(cpuRatio)}× | ${fmt(p99Ratio)}× | ${bad} | ${goal} |`,
+          )
+        }
         rows.push(
-          `| ${c.name} | ${SETUP_LABEL[setup]} | ${connections} | ${Math.round(median(s.map((x) => x.rps)) * per)} | ${Math.round(median(r.map((x) => x.rps)) * per)} | **${median(ratios).toFixed(2)}** (${range(ratios, 2)}) | ${median(s.map((x) => x.p50))} / ${median(s.map((x) => x.p99))} | ${median(r.map((x) => x.p50))} / ${median(r.map((x) => x.p99))} | ${sCpu.toFixed(0)} / ${rCpu.toFixed(0)} | ${busy(s)} / ${busy(r)} | ${pgBusy(s)} / ${pgBusy(r)} | ${limits.join(' / ')} | ${bad}${ceilingBad > 0 ? ` (ceiling: ${ceilingBad})` : ''} |`,
+          `| ${c.name} | ${SETUP_LABEL[setup]} | ${connections} | ${Math.round(h.median(s.map((x) => x.rps)) * per)} | ${Math.round(h.median(r.map((x) => x.rps)) * per)} | **${h.median(ratios).toFixed(2)}** (${range(ratios, 2)}) | ${h.median(s.map((x) => x.p50))} / ${h.median(s.map((x) => x.p99))} | ${h.median(r.map((x) => x.p50))} / ${h.median(r.map((x) => x.p99))} | ${sCpu.toFixed(0)} / ${rCpu.toFixed(0)} | ${busy(s)} / ${busy(r)} | ${pgBusy(s)} / ${pgBusy(r)} | ${limits.join(' / ')} | ${bad}${ceilingBad > 0 ? ` (ceiling: ${ceilingBad})` : ''} |`,
         )
         console.log(rows.at(-1))
       }
@@ -257,10 +201,8 @@ try {
     console.log(`seeded ${seeded.events} events in ${seeded.seconds.toFixed(0)} s`)
     await bench.settle()
     for (const window of METRICS_WINDOWS) {
-      const metrics = () =>
-        fetch(`${service.base}/api/v1/telemetry/docs-search/metrics?window_minutes=${window}`, {
-          headers: { 'x-api-key': KEY },
-        })
+      const url = `${service.base}/api/v1/telemetry/docs-search/metrics?window_minutes=${window}`
+      const metrics = () => fetch(url, { headers: { 'x-api-key': h.API_KEY } })
       await (await metrics()).json() // warm-up: caches and plans
       const timings: number[] = []
       for (let i = 0; i < 4; i++) {
@@ -271,29 +213,15 @@ try {
         timings.push(performance.now() - t0)
       }
       metricsRows.push({ window, timings })
-      console.log(`metrics over 10M events, window ${window} min: ${median(timings).toFixed(0)} ms (${range(timings)})`)
+      console.log(`metrics, window ${window} min: ${h.median(timings).toFixed(0)} ms (${range(timings)})`)
     }
   }
 
-  const fmt = (x: number | undefined, digits = 2) => (x === undefined || Number.isNaN(x) ? 'n/a' : x.toFixed(digits))
-  const met = (ok: boolean) => (ok ? 'met' : '**not met**')
-  const targetRows = results
-    .filter((r) => r.connections === 50)
-    .map((r) => {
-      const cpuOk = r.c.maxCpu === undefined || r.cpuRatio <= r.c.maxCpu
-      const goal =
-        r.ceilingBad > 0
-          ? `**void**: the ceiling answered ${r.ceilingBad} non-2xx`
-          : r.limits.includes('not saturated')
-            ? '**not saturated**: the driver, not a server or PostgreSQL, set the pace; judges nothing'
-            : `≥ ${r.c.target.toFixed(2)}${r.c.maxCpu ? `, CPU ≤ ${r.c.maxCpu.toFixed(2)}×` : ''}, p99 ≤ 2×, 0 non-2xx: ${met(r.ratio >= r.c.target && cpuOk && r.p99Ratio <= 2 && r.bad === 0)}`
-      return `| ${r.c.name} | ${SETUP_LABEL[r.setup]} | ${fmt(r.ratio)} | ${fmt(r.cpuRatio)}× | ${fmt(r.p99Ratio)}× | ${r.bad} | ${goal} |`
-    })
   const table = [
     ...resultsHeader('Service vs ceiling (make bench)', 'make bench'),
     `PostgreSQL 15 on the same machine (when shared and busy: ratios, not absolute figures).`,
-    `Servers pinned to core ${SERVER_CPU}, wrk (one thread, Lua: bench/wrk.ts) to core ${LOAD_CPU}. PostgreSQL${bench.postgresPinned ? '' : ' (could not be pinned: both cores)'}: (a) node-bound, on core ${LOAD_CPU} with wrk, the server alone on its core;`,
-    `(b) shared, on core ${SERVER_CPU} with the servers. Per case and set-up: ${WARMUP} s warm-up each, then ${RUNS} pairs of ${DURATION} s runs (the telemetry batch: ${LONG_RUNS} of ${LONG_DURATION} s)`,
+    `Servers pinned to core ${h.SERVER_CPU}, wrk (one thread, Lua: bench/wrk.ts) to core ${h.LOAD_CPU}. PostgreSQL${bench.postgresPinned ? '' : ' (could not be pinned: both cores)'}: (a) node-bound, on core ${h.LOAD_CPU} with wrk, the server alone on its core;`,
+    `(b) shared, on core ${h.SERVER_CPU} with the servers. Per case and set-up: ${WARMUP} s warm-up each, then ${RUNS} pairs of ${DURATION} s runs (the telemetry batch: ${LONG_RUNS} of ${LONG_DURATION} s)`,
     `(service, ceiling; the order alternating). Ratio: median of the paired ratios (min–max); req/s and latencies: medians. The ceiling is`,
     `bench/ceiling-server.ts, an expert's version of each route (rules: docs/performance.md, "Method"); the replay's ceiling is its bare-stack replay route.`,
     `Server CPU: each server's own utime + stime from /proc over all its runs, per answer (service / ceiling). Core busy: the servers' core,`,
@@ -317,7 +245,7 @@ try {
     `|---|---|---|---|`,
     ...metricsRows.map((r) => {
       const target = METRICS_TARGETS_MS[r.window]
-      return `| ${r.window} min | ${median(r.timings).toFixed(0)} | ${range(r.timings)} | ${target === undefined ? '' : `≤ ${target} ms: ${met(median(r.timings) <= target)}`} |`
+      return `| ${r.window} min | ${h.median(r.timings).toFixed(0)} | ${range(r.timings)} | ${target === undefined ? '' : `≤ ${target} ms: ${met(h.median(r.timings) <= target)}`} |`
     }),
     ``,
   ].join('\n')
@@ -327,6 +255,6 @@ try {
     writeFileSync(RESULTS, `${table}\nAnalysis: docs/performance.md.\n`)
   console.log(`\n${table}`)
 } finally {
-  await stopServers()
+  await h.stopServers()
   await bench.drop()
 }

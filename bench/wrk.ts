@@ -2,7 +2,8 @@
 // of a Node.js one per request, so on this two-core machine the server's core, or PostgreSQL, is
 // what limits a run, not the generator. Its Lua script sends a list of requests in turn on every
 // connection; a request whose text holds `{{id}}` or `{{uuid}}` gets a value no other request of
-// the run has (Idempotency-Keys, new learners), so the writes are driven by wrk too.
+// the run has (Idempotency-Keys, new learners), so the writes are driven by wrk too; `{{ms}}`, the
+// time it is sent (epoch ms, to the second).
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -14,15 +15,10 @@ import { type BenchRequest, JSON_HEADERS } from './requests.js'
 /** Placeholders wrk fills per request: a short unique token, and a unique UUID (version 4 form). */
 export const UNIQUE_ID = '{{id}}'
 export const UNIQUE_UUID = '{{uuid}}'
+export const NOW_MS = '{{ms}}'
 
 /** Latencies in ms; `bad` counts answers other than 2xx/3xx plus connect, read, write and timeout errors. */
-export interface WrkResult {
-  rps: number
-  total: number
-  bad: number
-  p50: number
-  p99: number
-}
+export type WrkResult = { rps: number; total: number; bad: number; p50: number; p99: number }
 
 const luaString = (s: string) => `"${s.replace(/[\\"]/g, (c) => `\\${c}`).replace(/\n/g, '\\n')}"`
 const templated = (r: BenchRequest) =>
@@ -48,7 +44,7 @@ local formatted = {}
 local i, n = 0, 0
 local function fill(s, id, uuid)
   if s == nil then return nil end
-  return (s:gsub("{{id}}", id):gsub("{{uuid}}", uuid))
+  return (s:gsub("{{id}}", id):gsub("{{uuid}}", uuid):gsub("{{ms}}", string.format("%.0f", os.time() * 1000)))
 end
 init = function(args)
   for k, r in ipairs(list) do
@@ -76,25 +72,23 @@ end
 }
 
 /** One wrk run of `durationS` seconds over `connections` connections, one thread (on this process' core). */
-export async function runWrk(
-  base: string,
-  connections: number,
-  durationS: number,
-  requests: BenchRequest[],
-): Promise<WrkResult> {
+export async function runWrk(base: string, connections: number, durationS: number, requests: BenchRequest[]) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-wrk-'))
   try {
     const file = path.join(dir, 'requests.lua')
     writeFileSync(file, script(requests))
-    const { stdout } = await promisify(execFile)(
-      'wrk',
-      ['-t1', `-c${connections}`, `-d${durationS}s`, '--timeout', '5s', '-s', file, base],
-      { maxBuffer: 1 << 20 },
-    )
+    const args = ['-t1', `-c${connections}`, `-d${durationS}s`, '--timeout', '5s', '-s', file, base]
+    const { stdout } = await promisify(execFile)('wrk', args, { maxBuffer: 1 << 20 })
     const line = stdout.split('\n').find((l) => l.startsWith('{"total"'))
     if (!line) throw new Error(`wrk printed no summary:\n${stdout}`)
     const r = JSON.parse(line) as { total: number; us: number; bad: number; p50: number; p99: number }
-    return { rps: r.total / (r.us / 1e6), total: r.total, bad: r.bad, p50: r.p50 / 1000, p99: r.p99 / 1000 }
+    return {
+      rps: r.total / (r.us / 1e6),
+      total: r.total,
+      bad: r.bad,
+      p50: r.p50 / 1000,
+      p99: r.p99 / 1000,
+    } as WrkResult
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
