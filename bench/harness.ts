@@ -266,22 +266,20 @@ async function otelEnv(ratio = process.env.BENCH_OTEL): Promise<Record<string, s
   }
 }
 
-/**
- * The service as built by `make build`; PROFILE_DIR adds a V8 CPU profile written at exit.
- * `otel`: the sampling ratio to trace with (default BENCH_OTEL; '' for untraced). `env`: more of
- * the service's configuration.
- */
+/** The service as built by `make build`, or another build's `entry`; PROFILE_DIR adds a V8 CPU profile
+ * written at exit. `otel`: the sampling ratio (default BENCH_OTEL; '' untraced); `env`: more configuration. */
 export async function startService(
   databaseUrl: string,
   port: number,
   profileDir?: string,
   otel = process.env.BENCH_OTEL,
   env: Record<string, string> = {},
+  entry = 'dist/src/server.js',
 ): Promise<Server> {
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : []
   // BENCH_NODE_OPTIONS: extra Node flags for the service, space-separated.
   const options = (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean)
-  return startServer('service', [...options, ...profile, 'dist/src/server.js'], port, {
+  return startServer('service', [...options, ...profile, entry], port, {
     DATABASE_URL: databaseUrl,
     API_KEYS: API_KEY,
     RATE_LIMIT_MAX: '10000000',

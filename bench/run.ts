@@ -27,9 +27,8 @@ const SETUP_LABEL: Record<h.Setup, string> = { 'node-bound': '(a) node-bound', s
 const RESULTS = path.join(projectRoot, 'bench/results.md')
 // Comma-separated case-name prefixes to run (all when unset), e.g. BENCH_CASES='GET user,POST user'.
 const ONLY = process.env.BENCH_CASES?.split(',').map((x) => x.trim().toLowerCase())
-// BENCH_BASELINE: the folder of another build of the service (an earlier commit's, `npm run build`
-// there). It takes the ceiling's place and is sent the service's own requests, so each ratio reads
-// this build against that one, in the same run. Such a run only prints.
+// BENCH_BASELINE: another build's folder (an earlier commit, built) in the ceiling's place, sent the
+// service's requests: each ratio reads this build against that one. Such a run only prints.
 const BASELINE = process.env.BENCH_BASELINE
 
 interface Case {
@@ -95,7 +94,7 @@ try {
   // BENCH_PROFILE: a folder for a V8 CPU profile of the service, written when it stops.
   const service = await h.startService(bench.url, 3601, process.env.BENCH_PROFILE)
   const ceiling = BASELINE
-    ? await h.startService(bench.url, 3602, undefined, undefined, path.resolve(BASELINE, 'dist/src/server.js'))
+    ? await h.startService(bench.url, 3602, undefined, undefined, {}, path.resolve(BASELINE, 'dist/src/server.js'))
     : await h.startCeiling(bench.url, 3602)
   const requests = await createBenchRequests(sql, service.base, { id: () => UNIQUE_ID, uuid: () => UNIQUE_UUID })
 
