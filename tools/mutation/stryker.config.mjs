@@ -52,7 +52,7 @@ const modules = {
   },
   // A session's erasure (eraseSession); its archived days are erased in the lifecycle's tests.
   'telemetry-erasure': {
-    mutate: ['src/repositories/telemetry.ts:211-221', 'src/repositories/telemetry.ts:244-252'],
+    mutate: ['src/repositories/telemetry.ts:218-228', 'src/repositories/telemetry.ts:251-259'],
     tests: ['telemetry/erasure', 'telemetry/lifecycle'],
   },
   users: {
